@@ -1,0 +1,48 @@
+# Every target sets up what it needs: a fresh machine with python3 is enough.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-stamp
+ADDR ?= 127.0.0.1:8000
+
+.PHONY: serve build test lint records browser clean
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	# torch first, pinned: an unpinned resolve would pull a multi-GB CUDA build.
+	$(BIN)/python -m pip install --quiet torch==2.13.0
+	$(BIN)/python -m pip install --quiet -e '.[docs,test]'
+	@touch $(STAMP)
+
+## serve: execute every page, then build (strict) and serve the site on $(ADDR)
+serve: $(STAMP)
+	$(BIN)/python -m pytest tests/test_pages.py -q
+	$(BIN)/mkdocs serve --strict --dev-addr $(ADDR)
+
+## build: strict build into site/ (pages are executed by `make test`)
+build: $(STAMP)
+	$(BIN)/mkdocs build --strict
+
+## browser: Debian's chromium for the built-site check (installed when missing)
+browser:
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \
+	  { echo "installing Debian's chromium for the site check"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
+
+## test: the whole suite (pages, policy, strict build, browser check, zoo)
+test: $(STAMP) browser
+	$(BIN)/python -m pytest ; rc=$$?; \
+	  if [ $$rc -eq 5 ]; then echo "pytest collected no tests: that is a failure"; exit 1; fi; \
+	  exit $$rc
+
+lint: $(STAMP)
+	$(BIN)/ruff check zoo tests snippets
+	$(BIN)/ruff format --check zoo tests snippets
+
+## records: regenerate the committed records that pages render (Linux CPU runtime)
+records: $(STAMP)
+	$(BIN)/python -m zoo.core.records regenerate
+
+clean:
+	rm -rf site .pytest_cache

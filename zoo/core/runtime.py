@@ -1,0 +1,287 @@
+"""Load a `.aimodel` asset on this platform and call its functions synchronously.
+
+The Core AI runtime API is async (`await fn(inputs=..., state=...)`). Callers here are
+decode loops, tests and notebooks, so `Model` owns an event loop on a background thread and
+every call blocks until the runtime answers; that also works inside Jupyter's running loop.
+
+Platforms:
+- Linux: coreai-core's in-package CPU runtime. `AIModel.load(path)` wants a compiled
+  artifact, so the asset is compiled through `AIModelAsset.executable()`.
+- macOS 27+: the OS Core AI framework, `AIModel.load(path, SpecializationOptions)` with the
+  compute unit the caller chose (cpu / gpu / ane / auto). Not yet run on a Mac by this
+  project: the code path exists and is selected by `compute_unit`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from coreai.authoring.asset import AIModelAsset
+from coreai.runtime import NDArray, SpecializationOptions
+
+COMPUTE_UNITS = ("auto", "cpu", "gpu", "ane")
+
+_NUMPY_DTYPES = {
+    "float32": np.float32,
+    "float16": np.float16,
+    "int32": np.int32,
+    "int8": np.int8,
+    "uint8": np.uint8,
+    "int16": np.int16,
+    "bool": np.bool_,
+}
+
+
+class RuntimeInputError(ValueError):
+    """Inputs or states do not match what the function declares."""
+
+
+def os_framework_available() -> bool:
+    """True on macOS 27+ with the OS Core AI framework (where compute units exist)."""
+    return SpecializationOptions.is_supported()
+
+
+def _specialization(compute_unit: str):
+    if compute_unit not in COMPUTE_UNITS:
+        raise ValueError(f"compute_unit must be one of {COMPUTE_UNITS}, got {compute_unit!r}")
+    if not os_framework_available():
+        if compute_unit in ("auto", "cpu"):
+            return None  # the in-package CPU runtime has no delegates to choose from
+        raise RuntimeError(
+            f"compute unit {compute_unit!r} needs macOS 27+ with the OS Core AI framework; "
+            "this platform runs the in-package CPU runtime (use 'cpu' or 'auto')"
+        )
+    from coreai.runtime import ComputeUnitKind
+
+    if compute_unit == "auto":
+        return SpecializationOptions.default()
+    if compute_unit == "cpu":
+        return SpecializationOptions.cpu_only()
+    kind = ComputeUnitKind.gpu() if compute_unit == "gpu" else ComputeUnitKind.neural_engine()
+    return SpecializationOptions.from_preferred_compute_unit_kind(kind)
+
+
+class _LoopThread:
+    """An event loop on a daemon thread: run coroutines from sync code, even in Jupyter."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+
+    def run(self, coroutine):
+        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result()
+
+    def stop(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join()
+        self.loop.close()
+
+
+class Model:
+    """A loaded asset. Use as a context manager, or call `close()` when done.
+
+    >>> with Model.load("tiny.aimodel") as model:       # doctest: +SKIP
+    ...     step = model.function("main")
+    ...     states = step.new_states()
+    ...     outputs = step({"x": x}, states)
+    """
+
+    def __init__(self, path: Path, compute_unit: str, loop: _LoopThread, context, model) -> None:
+        self.path = path
+        self.compute_unit = compute_unit
+        self._loop = loop
+        self._context = context  # keeps the compiled artifact (Linux) alive
+        self._model = model
+        self._functions: dict[str, Function] = {}
+
+    @classmethod
+    def load(cls, path: str | os.PathLike, compute_unit: str = "auto") -> Model:
+        path = Path(path)
+        if not path.is_dir() or not (path / "metadata.json").exists():
+            raise FileNotFoundError(
+                f"{path} is not a Core AI asset (a directory with metadata.json, as "
+                "written by zoo.core.export); export one first"
+            )
+        options = _specialization(compute_unit)
+        loop = _LoopThread()
+        try:
+            asset = AIModelAsset.load(path)
+            if options is None:
+                context = asset.executable()
+                model = loop.run(context.__aenter__())
+            else:
+                from coreai.runtime import AIModel
+
+                context = None
+                model = loop.run(AIModel.load(path, options))
+        except BaseException:
+            loop.stop()
+            raise
+        return cls(path, compute_unit, loop, context, model)
+
+    @property
+    def function_names(self) -> list[str]:
+        return list(self._model.function_names)
+
+    def function(self, name: str = "main") -> Function:
+        if self._model is None:
+            raise RuntimeError(f"{self.path} was closed; load it again")
+        if name not in self.function_names:
+            raise KeyError(
+                f"{self.path.name} has no function {name!r}; it has {self.function_names}"
+            )
+        if name not in self._functions:
+            self._functions[name] = Function(self, name, self._model.load_function(name))
+        return self._functions[name]
+
+    def close(self) -> None:
+        if self._model is None:
+            return
+        self._functions.clear()
+        self._model = None
+        if self._context is not None:
+            self._loop.run(self._context.__aexit__(None, None, None))
+        self._loop.stop()
+
+    def __enter__(self) -> Model:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:
+            pass
+
+
+class Function:
+    """One function of a loaded model. Call it with arrays; states persist in `NDArray`s.
+
+    The runtime writes each state back into the `NDArray` passed for it, so the same
+    `states` dict carries the cache from one call to the next.
+    """
+
+    def __init__(self, model: Model, name: str, function) -> None:
+        self.model = model  # keeps the model alive while the function is in use
+        self.name = name
+        self._function = function
+        desc = function.desc
+        self.input_names = list(desc.input_names)
+        self.output_names = list(desc.output_names)
+        self.state_names = list(desc.state_names)
+        self.inputs = {n: _spec(desc.input_descriptor(n)) for n in self.input_names}
+        self.states = {n: _spec(desc.state_descriptor(n)) for n in self.state_names}
+
+    def new_states(self, **initial: Any) -> dict[str, NDArray]:
+        """Zero-filled state arrays (or the given initial values) for every state."""
+        unknown = set(initial) - set(self.state_names)
+        if unknown:
+            raise RuntimeInputError(f"{self.name}: no states named {sorted(unknown)}")
+        states = {}
+        for name, (shape, dtype) in self.states.items():
+            if None in shape and name not in initial:
+                raise RuntimeInputError(
+                    f"{self.name}: state {name!r} has a dynamic shape {shape}; pass its "
+                    "initial value"
+                )
+            value = initial.get(name)
+            array = np.zeros(shape, dtype) if value is None else _as_numpy(value)
+            _check_array(self.name, "state", name, array, shape, dtype)
+            states[name] = NDArray(np.ascontiguousarray(array))
+        return states
+
+    def __call__(
+        self,
+        inputs: Mapping[str, Any] | None = None,
+        states: Mapping[str, NDArray] | None = None,
+    ) -> dict[str, np.ndarray]:
+        inputs = dict(inputs or {})
+        states = dict(states or {})
+        _check_names(self.name, "input", inputs, self.input_names)
+        _check_names(self.name, "state", states, self.state_names, hint="fn.new_states()")
+        arrays = {}
+        for name, value in inputs.items():
+            array = _as_numpy(value)
+            _check_array(self.name, "input", name, array, *self.inputs[name])
+            arrays[name] = NDArray(np.ascontiguousarray(array))
+        for name, value in states.items():
+            if not isinstance(value, NDArray):
+                raise RuntimeInputError(
+                    f"{self.name}: state {name!r} must be a coreai NDArray so the runtime "
+                    "can write it back; create states with fn.new_states()"
+                )
+            _check_array(self.name, "state", name, value, *self.states[name])
+        outputs = self.model._loop.run(self._function(inputs=arrays, state=states))
+        return {name: np.array(value.numpy()) for name, value in outputs.items()}
+
+    def __repr__(self) -> str:
+        return (
+            f"Function({self.name!r}, inputs={self.inputs}, states={self.states}, "
+            f"outputs={self.output_names})"
+        )
+
+
+def states_to_numpy(states: Mapping[str, NDArray]) -> dict[str, np.ndarray]:
+    """Copies of the current state values."""
+    return {name: np.array(value.numpy()) for name, value in states.items()}
+
+
+def _spec(descriptor) -> tuple[tuple[int | None, ...], Any]:
+    dtype = _NUMPY_DTYPES.get(descriptor.dtype, descriptor.dtype)
+    return tuple(descriptor.shape), dtype
+
+
+def _as_numpy(value: Any) -> np.ndarray:
+    if hasattr(value, "detach"):  # torch.Tensor, without importing torch here
+        value = value.detach().cpu().numpy()
+    return np.asarray(value)
+
+
+def _check_names(function: str, kind: str, given, expected, hint: str = "") -> None:
+    missing = [n for n in expected if n not in given]
+    unknown = [n for n in given if n not in expected]
+    if missing or unknown:
+        parts = []
+        if missing:
+            parts.append(f"missing {kind}s {missing}")
+        if unknown:
+            parts.append(f"unknown {kind}s {unknown}")
+        note = f"; every {kind} must be passed on every call" if missing else ""
+        if hint and missing:
+            note += f" (create them with {hint})"
+        raise RuntimeInputError(
+            f"{function}: {' and '.join(parts)}; it takes {list(expected)}{note}"
+        )
+
+
+def _check_array(function: str, kind: str, name: str, array, shape, dtype) -> None:
+    actual_dtype = np.dtype(array.dtype) if isinstance(array, np.ndarray) else array.dtype
+    if isinstance(actual_dtype, str):
+        actual_dtype = np.dtype(_NUMPY_DTYPES.get(actual_dtype, actual_dtype))
+    if actual_dtype == np.int64 and dtype == np.int32:
+        raise RuntimeInputError(
+            f"{function}: {kind} {name!r} is int64, but the Core AI runtime takes int32 "
+            "(int64 example inputs are exported as int32); pass it as np.int32"
+        )
+    if actual_dtype != np.dtype(dtype):
+        raise RuntimeInputError(
+            f"{function}: {kind} {name!r} has dtype {actual_dtype}, expected {np.dtype(dtype)}"
+        )
+    actual_shape = tuple(array.shape)
+    if len(actual_shape) != len(shape) or any(
+        want is not None and want != got for want, got in zip(shape, actual_shape, strict=False)
+    ):
+        raise RuntimeInputError(
+            f"{function}: {kind} {name!r} has shape {actual_shape}, expected {shape} "
+            "(None: any size)"
+        )
