@@ -13,12 +13,11 @@ import tempfile
 import time
 from pathlib import Path
 
+import coreai_torch
 import numpy as np
 import torch
-from torch import nn
-
-import coreai_torch
 from coreai_torch import TorchConverter
+from torch import nn
 
 
 class Scale(nn.Module):
@@ -116,8 +115,9 @@ print(asyncio.run(call_with_int64(workdir / "embed.aimodel")))
 # --8<-- [end:int64_raw]
 
 # --8<-- [start:sync_async]
-export(Scale(2.0), (torch.ones(4),), workdir / "double.aimodel", input_names=["x"],
-       output_names=["y"])
+export(
+    Scale(2.0), (torch.ones(4),), workdir / "double.aimodel", input_names=["x"], output_names=["y"]
+)
 
 
 async def run_raw(path: Path, x: np.ndarray) -> np.ndarray:
@@ -140,6 +140,7 @@ with Model.load(workdir / "double.aimodel") as loaded:
 np.testing.assert_array_equal(y, [0, 2, 4, 6])
 # --8<-- [end:sync_async]
 
+
 # --8<-- [start:states]
 class Counter(nn.Module):
     def forward(self, x: torch.Tensor, count: torch.Tensor) -> torch.Tensor:
@@ -147,8 +148,14 @@ class Counter(nn.Module):
         return x + count
 
 
-export(Counter(), (torch.zeros(1), torch.zeros(1)), workdir / "counter.aimodel",
-       input_names=["x"], output_names=["y"], state_names=["count"])
+export(
+    Counter(),
+    (torch.zeros(1), torch.zeros(1)),
+    workdir / "counter.aimodel",
+    input_names=["x"],
+    output_names=["y"],
+    state_names=["count"],
+)
 
 
 async def count_three_times(path: Path) -> tuple[list[float], str]:
@@ -173,6 +180,7 @@ assert seen == [1.0, 2.0, 3.0] and "Missing state view" in error
 
 # --8<-- [start:fp16]
 import copy
+
 
 class MLP(nn.Module):
     def __init__(self, width: int = 512, depth: int = 4) -> None:
@@ -204,12 +212,22 @@ with torch.no_grad():
 fp16_rows = []
 for dtype in (torch.float32, torch.float16):
     name = str(dtype).removeprefix("torch.")
-    path = export(copy.deepcopy(mlp).to(dtype), (x.to(dtype),), workdir / f"mlp_{name}.aimodel",
-                  input_names=["x"], output_names=["y"])
+    path = export(
+        copy.deepcopy(mlp).to(dtype),
+        (x.to(dtype),),
+        workdir / f"mlp_{name}.aimodel",
+        input_names=["x"],
+        output_names=["y"],
+    )
     ms, y = median_call_ms(path, x.to(dtype).numpy())
     error = float(np.abs(y.astype(np.float64) - reference).max())
-    fp16_rows.append({"dtype": name, "median ms per call": round(ms, 3),
-                      "max abs error vs float64": float(f"{error:.2g}")})
+    fp16_rows.append(
+        {
+            "dtype": name,
+            "median ms per call": round(ms, 3),
+            "max abs error vs float64": float(f"{error:.2g}"),
+        }
+    )
 print(fp16_rows)
 fp32, fp16 = fp16_rows
 assert fp16["max abs error vs float64"] > 10 * fp32["max abs error vs float64"]
@@ -223,8 +241,8 @@ if __name__ == "__main__":
 
     if "--record" in sys.argv:
         directory = Path(sys.argv[sys.argv.index("--record") + 1])
-        gotchas = ["save_asset_replaces", "save_asset_str", "int64", "sync_async", "states",
-                   "fp16"]
-        record = write_record(directory, "conversion-gotchas",
-                              {"held": gotchas, "fp16_vs_fp32": fp16_rows})
+        gotchas = ["save_asset_replaces", "save_asset_str", "int64", "sync_async", "states", "fp16"]
+        record = write_record(
+            directory, "conversion-gotchas", {"held": gotchas, "fp16_vs_fp32": fp16_rows}
+        )
         print(f"wrote {record}")

@@ -31,10 +31,20 @@ def export_and_run_index_put_write() -> list[float]:
     from coreai.authoring.asset import AIModelAsset
     from coreai.runtime import NDArray
 
-    x, step, cache = torch.ones(1, 1, 8), torch.tensor([0], dtype=torch.int32), torch.zeros(1, 16, 8)
+    x, step, cache = (
+        torch.ones(1, 1, 8),
+        torch.tensor([0], dtype=torch.int32),
+        torch.zeros(1, 16, 8),
+    )
     path = Path(tempfile.mkdtemp()) / "index_put.aimodel"
-    export(IndexPutWrite(), (x, step, cache), path, input_names=["x", "step"],
-           output_names=["total"], state_names=["cache"])
+    export(
+        IndexPutWrite(),
+        (x, step, cache),
+        path,
+        input_names=["x", "step"],
+        output_names=["total"],
+        state_names=["cache"],
+    )
 
     async def run() -> list[float]:
         async with AIModelAsset.load(path).executable() as model:
@@ -45,6 +55,8 @@ def export_and_run_index_put_write() -> list[float]:
             return out["total"].numpy().ravel().tolist()
 
     return asyncio.run(run())
+
+
 # --8<-- [end:repro]
 
 
@@ -55,3 +67,16 @@ if __name__ == "__main__":
     outcome = run_isolated(export_and_run_index_put_write, timeout=300)
     print(f"index_put write: {outcome.summary()} after {outcome.seconds:.1f} s")
     # --8<-- [end:isolate]
+
+    import sys
+
+    if "--record" in sys.argv:
+        from zoo.core.records import write_record
+
+        row = {
+            "repro": "index_put KV write (cache[:, step] = x)",
+            "outcome": outcome.summary(),
+            "seconds": outcome.seconds,
+        }
+        directory = sys.argv[sys.argv.index("--record") + 1]
+        print(f"wrote {write_record(directory, 'runtime-crash', {'outcomes': [row]})}")

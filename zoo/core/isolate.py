@@ -244,4 +244,8 @@ def _jsonable(value: Any) -> Any:
 
 
 if __name__ == "__main__":
-    sys.exit(_child(*sys.argv[1:]))
+    # Through the package, not this __main__ module, so `WrongNumbers` is the class that
+    # callables raise.
+    from zoo.core.isolate import _child as child
+
+    sys.exit(child(*sys.argv[1:]))

@@ -21,6 +21,7 @@ RECORDS_DIR = ROOT / "docs" / "records"
 # name -> the command (relative to the repo root) that measures it and writes DIR/name.json
 GENERATORS: dict[str, list[str]] = {
     "conversion-gotchas": ["snippets/conversion_gotchas.py", "--record", "{dir}"],
+    "runtime-crash": ["snippets/runtime_crash.py", "--record", "{dir}"],
 }
 
 

@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-
 from coreai.authoring.asset import AIModelAsset
 from coreai.runtime import NDArray, SpecializationOptions
 

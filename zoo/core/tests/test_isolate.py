@@ -1,0 +1,71 @@
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from zoo.core.isolate import Outcome, run_isolated, run_script
+
+from . import isolate_targets as targets
+
+
+def test_ok_returns_the_result():
+    outcome = run_isolated(targets.add, 2, b=3)
+    assert outcome.status == "ok", outcome.detail
+    assert outcome.result == {"sum": 5, "array": [0, 1, 2]}
+
+
+def test_wrong_numbers():
+    outcome = run_isolated(targets.off_by_a_bit)
+    assert outcome.status == "wrong numbers"
+    assert "logits: max abs error 0.1" in outcome.detail
+
+
+def test_error_keeps_the_traceback():
+    outcome = run_isolated(targets.raises)
+    assert outcome.status == "error"
+    assert "ValueError: bad input" in outcome.detail
+    assert outcome.summary() == "error: ValueError: bad input: give me a .aimodel"
+
+
+def test_failed_to_export():
+    assert run_isolated(targets.export_fails).status == "failed to export"
+
+
+@pytest.mark.parametrize("name", ["SIGILL", "SIGSEGV", "SIGTRAP", "SIGABRT"])
+def test_crash_is_contained_and_named(name):
+    outcome = run_isolated(targets.die, name)
+    assert (outcome.status, outcome.signal) == ("crashed", name)
+    assert outcome.summary() == f"crashed ({name})"
+    assert "about to die" in outcome.stdout_tail
+
+
+def test_timeout_kills_the_child():
+    outcome = run_isolated(targets.sleep, 30, timeout=2)
+    assert outcome.status == "timed out"
+    assert outcome.seconds < 15
+
+
+def test_refuses_what_a_child_cannot_find_again():
+    with pytest.raises(ValueError, match="module-level function"):
+        run_isolated(lambda: 1)
+
+
+def test_script_outcomes(tmp_path):
+    ok = tmp_path / "ok.py"
+    ok.write_text("print('hello')\n")
+    crash = tmp_path / "crash.py"
+    crash.write_text("import os, signal\nos.kill(os.getpid(), signal.SIGSEGV)\n")
+    failing = tmp_path / "fail.py"
+    failing.write_text("raise SystemExit('no checkpoint at ./ckpt')\n")
+    assert run_script(ok).stdout_tail == "hello\n"
+    assert run_script(crash).summary() == "crashed (SIGSEGV)"
+    failed = run_script(failing)
+    assert failed.status == "error" and "no checkpoint" in failed.detail
+
+
+def test_outcome_round_trips_as_a_record():
+    outcome = Outcome(
+        status="crashed", seconds=1.0, returncode=-4, signal="SIGILL", command=[sys.executable]
+    )
+    assert Outcome(**outcome.to_dict()) == outcome
