@@ -1,0 +1,87 @@
+"""The built site in headless Chromium: pages load cleanly, search answers, code copies."""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import shutil
+import threading
+
+import pytest
+from playwright.sync_api import sync_playwright
+
+CHROMIUM_FLAGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-quic",
+]
+PAGES = ["", "guides/conversion-guide/"]
+
+
+def chromium_path() -> str:
+    path = shutil.which("chromium") or shutil.which("chromium-browser")
+    if path is None:
+        pytest.fail(
+            "Debian's chromium is missing: `make test` installs it (apt-get install chromium)",
+            pytrace=False,
+        )
+    return path
+
+
+@pytest.fixture(scope="module")
+def site_url(built_site):
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=built_site)
+    handler.log_message = lambda *args: None
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/"
+    server.shutdown()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_FLAGS)
+        yield browser
+        browser.close()
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_page_loads_without_console_errors_and_every_code_block_has_a_copy_button(
+    browser, site_url, path
+):
+    page = browser.new_page()
+    errors = []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.on("requestfailed", lambda r: errors.append(f"request failed: {r.url}"))
+    page.goto(site_url + path, wait_until="networkidle")
+    blocks = page.locator("div.highlight").count()
+    assert blocks > 0
+    page.wait_for_function(
+        f"document.querySelectorAll('button.md-code__button').length >= {blocks}",
+        timeout=10_000,
+    )
+    assert errors == []
+    external = [
+        u
+        for u in page.evaluate("performance.getEntries().map(e => e.name)")
+        if u.startswith("http") and not u.startswith(site_url)
+    ]
+    assert external == [], f"the page fetched from outside the site: {external}"
+    page.close()
+
+
+@pytest.mark.parametrize("word,expected_title", [("isolate", "Conversion guide")])
+def test_search_finds_a_word_on_a_page(browser, site_url, word, expected_title):
+    page = browser.new_page()
+    page.goto(f"{site_url}?q={word}")
+    results = page.locator(".md-search-result__item")
+    results.first.wait_for(state="attached", timeout=15_000)
+    assert expected_title in page.locator(".md-search-result").inner_text()
+    page.close()

@@ -1,0 +1,41 @@
+"""Every recipe in snippets/ runs as a reader runs it; records it makes match the committed ones."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from zoo.core.isolate import run_script
+from zoo.core.records import GENERATORS, RECORDS_DIR
+from zoo.site.harness import ROOT
+
+SNIPPETS = sorted((ROOT / "snippets").glob("*.py"))
+RECORD_OF = {args[0]: name for name, args in GENERATORS.items()}
+
+
+def compare_records(name: str, fresh: dict, committed: dict) -> None:
+    """What must hold on every run of this platform (timings vary; outcomes must not)."""
+    if name == "conversion-gotchas":
+        assert fresh["results"]["held"] == committed["results"]["held"]
+        fp32, fp16 = fresh["results"]["fp16_vs_fp32"]
+        assert (fp32["dtype"], fp16["dtype"]) == ("float32", "float16")
+    elif name == "runtime-crash":
+        outcomes = [row["outcome"] for row in fresh["results"]["outcomes"]]
+        assert outcomes == [row["outcome"] for row in committed["results"]["outcomes"]]
+    else:
+        raise AssertionError(f"no comparison for record {name!r}: add one here")
+    assert fresh["provenance"]["platform"] == committed["provenance"]["platform"]
+
+
+@pytest.mark.parametrize("snippet", SNIPPETS, ids=lambda p: p.name)
+def test_snippet_runs(snippet, tmp_path):
+    relative = f"snippets/{snippet.name}"
+    args = ["--record", str(tmp_path / "records")] if relative in RECORD_OF else []
+    outcome = run_script(snippet, args, cwd=tmp_path, timeout=600)
+    assert outcome.ok, f"python {relative}: {outcome.summary()}\n{outcome.stderr_tail}"
+    if relative in RECORD_OF:
+        name = RECORD_OF[relative]
+        fresh = json.loads((tmp_path / "records" / f"{name}.json").read_text())
+        committed = json.loads((RECORDS_DIR / f"{name}.json").read_text())
+        compare_records(name, fresh, committed)
