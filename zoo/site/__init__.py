@@ -1,0 +1,1 @@
+"""Site machinery: the page harness and the mkdocs hooks that render records."""

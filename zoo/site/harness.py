@@ -1,0 +1,253 @@
+"""The page harness: render each page as the site does, and execute its python blocks.
+
+A page is rendered with the site's own Markdown configuration (mkdocs.yml: the same
+extensions, snippets expanded from the same files), and every fenced block the renderer
+recognises is collected. The python blocks of a page then run in order, in one namespace, in
+a child process of their own (the Core AI runtime can kill the process that calls it).
+
+A python block is executed unless it says why not: ```` ```python {test="skip" reason="..."} ````.
+Failures read `docs/PAGE.md, block N, line L: ...` with the traceback; a block included from
+a file (`--8<-- "snippets/x.py:section"`) is compiled with that file's name and line numbers,
+so its traceback points into the snippet.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import markdown
+from mkdocs.config import load_config
+
+ROOT = Path(__file__).resolve().parents[2]
+PYTHON_LANGUAGES = {"python", "py", "python3"}
+FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})(?P<header>.*)$")
+INCLUDE = re.compile(r"""^\s*--8<--\s+["'](?P<path>[^"':]+)(?::(?P<section>[\w-]+))?["']\s*$""")
+
+
+class PageError(Exception):
+    """A page failed: the message names the page, the block and the line."""
+
+
+@dataclass
+class Block:
+    page: str  # docs-relative path, e.g. guides/conversion-guide.md
+    index: int  # 1-based among the page's fenced blocks
+    line: int  # 1-based line of the opening fence in the page source
+    language: str
+    source: str  # after snippet expansion, as the reader sees it
+    attrs: dict = field(default_factory=dict)
+    include: str | None = None  # "snippets/x.py:section" when the block is one include
+    filename: str = ""  # what tracebacks name
+    first_lineno: int = 1
+
+    @property
+    def is_python(self) -> bool:
+        return self.language in PYTHON_LANGUAGES
+
+    @property
+    def skipped(self) -> bool:
+        return self.attrs.get("test") == "skip"
+
+    def where(self) -> str:
+        return f"docs/{self.page}, block {self.index}, line {self.line}"
+
+
+@dataclass
+class RenderedPage:
+    page: str
+    blocks: list[Block]
+    problems: list[str]  # fences the renderer did not recognise, skips without a reason
+
+
+def site_config(config_file: Path = ROOT / "mkdocs.yml"):
+    return load_config(str(config_file))
+
+
+def nav_pages(config) -> list[str]:
+    """Every page file in the nav, in nav order (docs-relative paths)."""
+    pages: list[str] = []
+
+    def walk(items) -> None:
+        for item in items:
+            value = next(iter(item.values())) if isinstance(item, dict) else item
+            if isinstance(value, list):
+                walk(value)
+            elif isinstance(value, str) and not value.startswith(("http://", "https://")):
+                pages.append(value)
+
+    walk(config["nav"] or [])
+    return pages
+
+
+def _markdown(config) -> markdown.Markdown:
+    return markdown.Markdown(
+        extensions=config["markdown_extensions"], extension_configs=config["mdx_configs"]
+    )
+
+
+def _scan_fences(lines: list[str]) -> list[tuple[int, str, str]]:
+    """(0-based line, header, body) of each top-level fence, nested ones skipped."""
+    fences, i = [], 0
+    while i < len(lines):
+        m = FENCE.match(lines[i])
+        if not m:
+            i += 1
+            continue
+        marker, indent = m["fence"], len(m["indent"].expandtabs(4))
+        body, j = [], i + 1
+        while j < len(lines):
+            close = FENCE.match(lines[j])
+            if (
+                close
+                and close["fence"][0] == marker[0]
+                and len(close["fence"]) >= len(marker)
+                and not close["header"].strip()
+            ):
+                break
+            body.append(lines[j][indent:] if lines[j][:indent].strip() == "" else lines[j])
+            j += 1
+        fences.append((i, m["header"].strip(), "\n".join(body)))
+        i = j + 1
+    return fences
+
+
+def render_page(page: str, config=None) -> RenderedPage:
+    """Render `page` with the site's Markdown and collect its fenced blocks."""
+    config = config or site_config()
+    docs_dir = Path(config["docs_dir"])
+    source_path = docs_dir / page
+    text = source_path.read_text(encoding="utf-8")
+    md = _markdown(config)
+
+    recognised: list[dict] = []
+    fences_ext = md.preprocessors["fenced_code_block"].extension
+    for entry in fences_ext.superfences:
+        entry["formatter"] = _recording(entry["formatter"], recognised)
+    try:
+        expanded = "\n".join(md.preprocessors["snippet"].run(text.split("\n")))
+        md.convert(text)
+    except Exception as exc:  # a missing snippet file or section, a bad extension option
+        raise PageError(f"docs/{page}: does not render: {type(exc).__name__}: {exc}") from exc
+
+    raw_fences = _scan_fences(text.split("\n"))
+    expanded_fences = _scan_fences(expanded.split("\n"))
+    problems: list[str] = []
+    if len(raw_fences) != len(expanded_fences):  # an include brought fences of its own
+        raw_fences = [(None, h, b) for _, h, b in expanded_fences]
+
+    blocks: list[Block] = []
+    pending = list(recognised)
+    for index, ((line, header, raw_body), (_, _, body)) in enumerate(
+        zip(raw_fences, expanded_fences, strict=True), start=1
+    ):
+        where = f"docs/{page}, block {index}, line {line + 1 if line is not None else '?'}"
+        match = next((r for r in pending if r["src"].strip("\n") == body.strip("\n")), None)
+        if match is None:
+            problems.append(
+                f"{where}: the fence ```{header} was not recognised by the renderer and is "
+                'shown as text (fence options need braces: ```python {test="skip" '
+                'reason="..."})'
+            )
+            continue
+        pending.remove(match)
+        block = Block(
+            page=page,
+            index=index,
+            line=line + 1 if line is not None else 0,
+            language=match["language"] or "",
+            source=match["src"],
+            attrs=dict(match["attrs"]),
+        )
+        _locate_source(block, raw_body, source_path, config)
+        if block.is_python and block.skipped and not block.attrs.get("reason"):
+            problems.append(f'{where}: test="skip" without a reason="..."')
+        blocks.append(block)
+    return RenderedPage(page, blocks, problems)
+
+
+def _recording(formatter, recognised: list[dict]):
+    def record(src="", language="", options=None, md=None, **kwargs):
+        recognised.append({"src": src, "language": language, "attrs": kwargs.get("attrs") or {}})
+        return formatter(src=src, language=language, options=options, md=md, **kwargs)
+
+    return record
+
+
+def _locate_source(block: Block, raw_body: str, page_path: Path, config) -> None:
+    """Name the file and first line that a traceback should point at."""
+    lines = [line for line in raw_body.split("\n") if line.strip()]
+    include = INCLUDE.match(lines[0]) if len(lines) == 1 else None
+    if include:
+        snippet = _find_snippet(include["path"], config)
+        block.include = include["path"] + (f":{include['section']}" if include["section"] else "")
+        block.filename = str(snippet)
+        block.first_lineno = 1
+        if include["section"]:
+            marker = f"[start:{include['section']}]"
+            for number, text in enumerate(snippet.read_text().split("\n"), start=1):
+                if marker in text:
+                    block.first_lineno = number + 1
+                    break
+    else:
+        block.filename = str(page_path.resolve())
+        block.first_lineno = block.line + 1
+
+
+def _find_snippet(path: str, config) -> Path:
+    bases = config["mdx_configs"].get("pymdownx.snippets", {}).get("base_path", ["."])
+    for base in bases if isinstance(bases, list) else [bases]:
+        candidate = Path(base) / path
+        if candidate.exists():
+            return candidate.resolve()
+    raise PageError(f"snippet {path!r} not found under {bases}")
+
+
+def execute_page(rendered: RenderedPage, timeout: float = 900) -> dict:
+    """Run the page's python blocks in one namespace, in a child process; raise PageError."""
+    runnable = [b for b in rendered.blocks if b.is_python and not b.skipped]
+    if not runnable:
+        return {"executed": 0}
+    with tempfile.TemporaryDirectory(prefix="zoo-page-") as workdir:
+        plan = Path(workdir) / "blocks.json"
+        result = Path(workdir) / "result.json"
+        plan.write_text(json.dumps([asdict(b) for b in runnable]))
+        run_dir = Path(workdir) / "cwd"
+        run_dir.mkdir()
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+        command = [sys.executable, "-m", "zoo.site._run_blocks", str(plan), str(result)]
+        try:
+            process = subprocess.run(
+                command, cwd=run_dir, env=env, capture_output=True, text=True, timeout=timeout
+            )
+        except subprocess.TimeoutExpired as exc:
+            raise PageError(f"docs/{rendered.page}: timed out after {timeout} s") from exc
+        report = json.loads(result.read_text()) if result.exists() else None
+        if process.returncode == 0 and report and report.get("failed") is None:
+            return report
+        if report and report.get("failed") is not None:
+            block = next(b for b in runnable if b.index == report["failed"])
+            source = f" ({block.include})" if block.include else ""
+            raise PageError(
+                f"{block.where()}{source}: {report['error']}\n{report['traceback']}"
+            )
+        last = report["last_started"] if report else None
+        raise PageError(
+            f"docs/{rendered.page}: the page's process died (exit {process.returncode}) "
+            f"while running block {last}\n{process.stderr[-3000:]}"
+        )
+
+
+def build_site(config_file: Path, site_dir: Path) -> subprocess.CompletedProcess:
+    """`mkdocs build --strict`, never with -q: -q exits 0 despite warnings."""
+    command = [sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(config_file),
+               "-d", str(site_dir)]
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}  # the banner is not a build warning
+    return subprocess.run(command, capture_output=True, text=True, env=env)
