@@ -13,7 +13,6 @@ so its traceback points into the snippet.
 
 from __future__ import annotations
 
-import ast
 import json
 import os
 import re
@@ -221,7 +220,9 @@ def execute_page(rendered: RenderedPage, timeout: float = 900) -> dict:
         plan.write_text(json.dumps([asdict(b) for b in runnable]))
         run_dir = Path(workdir) / "cwd"
         run_dir.mkdir()
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+        # The page runs in an empty directory; the repo root stays importable.
+        python_path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+        env = {**os.environ, "PYTHONPATH": python_path}
         command = [sys.executable, "-m", "zoo.site._run_blocks", str(plan), str(result)]
         try:
             process = subprocess.run(
@@ -235,9 +236,7 @@ def execute_page(rendered: RenderedPage, timeout: float = 900) -> dict:
         if report and report.get("failed") is not None:
             block = next(b for b in runnable if b.index == report["failed"])
             source = f" ({block.include})" if block.include else ""
-            raise PageError(
-                f"{block.where()}{source}: {report['error']}\n{report['traceback']}"
-            )
+            raise PageError(f"{block.where()}{source}: {report['error']}\n{report['traceback']}")
         last = report["last_started"] if report else None
         raise PageError(
             f"docs/{rendered.page}: the page's process died (exit {process.returncode}) "
@@ -247,7 +246,16 @@ def execute_page(rendered: RenderedPage, timeout: float = 900) -> dict:
 
 def build_site(config_file: Path, site_dir: Path) -> subprocess.CompletedProcess:
     """`mkdocs build --strict`, never with -q: -q exits 0 despite warnings."""
-    command = [sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(config_file),
-               "-d", str(site_dir)]
+    command = [
+        sys.executable,
+        "-m",
+        "mkdocs",
+        "build",
+        "--strict",
+        "-f",
+        str(config_file),
+        "-d",
+        str(site_dir),
+    ]
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}  # the banner is not a build warning
     return subprocess.run(command, capture_output=True, text=True, env=env)

@@ -41,7 +41,7 @@ def render_marker(kind: str, args: list[str], records_dir: Path, page: str) -> s
     link = _relative_link(page, f"records/{args[0]}.json")
     if kind == "verified":
         return (
-            f'<small markdown>:material-check-decagram: Verified on '
+            f"<small markdown>:material-check-decagram: Verified on "
             f"{describe(record['provenance'])} ([record]({link}))</small>"
         )
     if kind == "table":
@@ -49,8 +49,7 @@ def render_marker(kind: str, args: list[str], records_dir: Path, page: str) -> s
             raise ValueError("zoo:table takes a record name and a results key")
         rows = record["results"][args[1]]
         return markdown_table(rows) + (
-            f"\n\n<small>Measured on {describe(record['provenance'])} "
-            f"([record]({link}))</small>"
+            f"\n\n<small>Measured on {describe(record['provenance'])} ([record]({link}))</small>"
         )
     raise ValueError(f"unknown marker kind {kind!r} (known: verified, table)")
 
