@@ -1,10 +1,10 @@
 """Conversion gotchas on the pinned toolchain, each one asserted.
 
-Every section below is shown on docs/guides/conversion-guide.md and fails loudly if the
-behaviour it documents changes. Run:
+Every section below is shown on docs/guides/conversion-guide.md and fails
+loudly if the behaviour it documents changes. Run:
 
-    python snippets/conversion_gotchas.py                 # check every gotcha
-    python snippets/conversion_gotchas.py --record DIR    # and write DIR/conversion-gotchas.json
+    python snippets/conversion_gotchas.py               # check every gotcha
+    python snippets/conversion_gotchas.py --record DIR  # and write a record
 """
 
 # --8<-- [start:setup]
@@ -30,13 +30,13 @@ class Scale(nn.Module):
 
 
 def convert(module, example_inputs, input_names, output_names, state_names=()):
-    """The raw coreai-torch path: torch.export -> decompositions -> an AIProgram."""
+    """The raw coreai-torch path: torch.export -> decompositions -> program."""
     converter = TorchConverter(mode=TorchConverter.Mode.RELEASE)
     converter.add_pytorch_module(
         module.eval(),
-        export_fn=lambda m: torch.export.export(m, example_inputs).run_decompositions(
-            coreai_torch.get_decomp_table()
-        ),
+        export_fn=lambda m: torch.export.export(
+            m, example_inputs
+        ).run_decompositions(coreai_torch.get_decomp_table()),
         input_names=input_names,
         output_names=output_names,
         state_names=state_names,
@@ -51,17 +51,29 @@ workdir = Path(tempfile.mkdtemp(prefix="gotchas-"))
 path = workdir / "scale.aimodel"
 convert(Scale(2.0), (torch.ones(4),), ["x"], ["y"]).save_asset(path)
 first = (path / "main.hash").read_bytes()
-convert(Scale(3.0), (torch.ones(4),), ["x"], ["y"]).save_asset(path)  # no error, no warning
-assert (path / "main.hash").read_bytes() != first, "expected the first asset to be replaced"
+convert(Scale(3.0), (torch.ones(4),), ["x"], ["y"]).save_asset(
+    path
+)  # no error, no warning
+assert (path / "main.hash").read_bytes() != first, (
+    "expected the first asset to be replaced"
+)
 
 from zoo.core.export import export
 
 try:
-    export(Scale(4.0), (torch.ones(4),), path, input_names=["x"], output_names=["y"])
+    export(
+        Scale(4.0),
+        (torch.ones(4),),
+        path,
+        input_names=["x"],
+        output_names=["y"],
+    )
 except FileExistsError as error:
     print(error)  # ... already exists; pass overwrite=True to replace it, ...
 else:
-    raise AssertionError("zoo.core.export replaced an existing asset without overwrite=True")
+    raise AssertionError(
+        "zoo.core.export replaced an existing asset without overwrite=True"
+    )
 # --8<-- [end:save_asset_replaces]
 
 # --8<-- [start:save_asset_str]
@@ -69,7 +81,9 @@ program = convert(Scale(2.0), (torch.ones(4),), ["x"], ["y"])
 try:
     program.save_asset(str(workdir / "from_str.aimodel"))
 except AttributeError as error:
-    print(f"{type(error).__name__}: {error}")  # 'str' object has no attribute 'suffix'
+    print(
+        f"{type(error).__name__}: {error}"
+    )  # 'str' object has no attribute 'suffix'
 else:
     raise AssertionError("save_asset accepted a str path")
 program.save_asset(workdir / "from_path.aimodel")  # a Path works
@@ -80,11 +94,19 @@ from zoo.core.runtime import Model, RuntimeInputError
 
 embedding = nn.Embedding(16, 4)
 ids = torch.tensor([[1, 2, 3]])  # torch's default integer dtype: int64
-export(embedding, (ids,), workdir / "embed.aimodel", input_names=["ids"], output_names=["h"])
+export(
+    embedding,
+    (ids,),
+    workdir / "embed.aimodel",
+    input_names=["ids"],
+    output_names=["h"],
+)
 
 with Model.load(workdir / "embed.aimodel") as loaded:
     lookup = loaded.function("main")
-    print(lookup.inputs)  # {'ids': ((1, 3), <class 'numpy.int32'>)}: exported as int32
+    print(
+        lookup.inputs
+    )  # {'ids': ((1, 3), <class 'numpy.int32'>)}: exported as int32
     try:
         lookup({"ids": ids.numpy()})  # int64
     except RuntimeInputError as error:
@@ -104,7 +126,9 @@ async def call_with_int64(path: Path) -> str:
     async with AIModelAsset.load(path).executable() as loaded:
         lookup = loaded.load_function("main")
         try:
-            await lookup(inputs={"ids": NDArray(np.array([[1, 2, 3]], dtype=np.int64))})
+            await lookup(
+                inputs={"ids": NDArray(np.array([[1, 2, 3]], dtype=np.int64))}
+            )
         except RuntimeError as error:
             return str(error)
     raise AssertionError("the raw runtime accepted int64 ids")
@@ -116,25 +140,36 @@ print(asyncio.run(call_with_int64(workdir / "embed.aimodel")))
 
 # --8<-- [start:sync_async]
 export(
-    Scale(2.0), (torch.ones(4),), workdir / "double.aimodel", input_names=["x"], output_names=["y"]
+    Scale(2.0),
+    (torch.ones(4),),
+    workdir / "double.aimodel",
+    input_names=["x"],
+    output_names=["y"],
 )
 
 
 async def run_raw(path: Path, x: np.ndarray) -> np.ndarray:
     asset = AIModelAsset.load(path)  # sync: reads the asset directory
-    async with asset.executable() as loaded:  # async: compiles (Linux) and loads
+    async with (
+        asset.executable() as loaded
+    ):  # async: compiles (Linux) and loads
         double = loaded.load_function("main")  # sync
-        pending = double(inputs={"x": NDArray(x)})  # a coroutine: nothing has run yet
+        pending = double(
+            inputs={"x": NDArray(x)}
+        )  # a coroutine: nothing has run yet
         assert asyncio.iscoroutine(pending)
         outputs = await pending  # async: runs the function
         return outputs["y"].numpy().copy()  # copy before the model goes away
 
 
-y = asyncio.run(run_raw(workdir / "double.aimodel", np.arange(4, dtype=np.float32)))
+y = asyncio.run(
+    run_raw(workdir / "double.aimodel", np.arange(4, dtype=np.float32))
+)
 np.testing.assert_array_equal(y, [0, 2, 4, 6])
 
-# zoo.core.runtime does the same synchronously (an event loop on a thread of its own, so it
-# also works inside Jupyter, where asyncio.run() refuses to start a second loop).
+# zoo.core.runtime does the same synchronously (its event loop runs on a
+# thread of its own, so it also works inside Jupyter, where asyncio.run()
+# refuses to start a second loop).
 with Model.load(workdir / "double.aimodel") as loaded:
     y = loaded.function("main")({"x": np.arange(4, dtype=np.float32)})["y"]
 np.testing.assert_array_equal(y, [0, 2, 4, 6])
@@ -164,10 +199,17 @@ async def count_three_times(path: Path) -> tuple[list[float], str]:
         count = NDArray(np.zeros(1, np.float32))
         seen = []
         for _ in range(3):
-            await step(inputs={"x": NDArray(np.zeros(1, np.float32))}, state={"count": count})
-            seen.append(float(count.numpy()[0]))  # written back into the same NDArray
+            await step(
+                inputs={"x": NDArray(np.zeros(1, np.float32))},
+                state={"count": count},
+            )
+            seen.append(
+                float(count.numpy()[0])
+            )  # written back into the same NDArray
         try:
-            await step(inputs={"x": NDArray(np.zeros(1, np.float32))})  # no state passed
+            await step(
+                inputs={"x": NDArray(np.zeros(1, np.float32))}
+            )  # no state passed
         except RuntimeError as error:
             return seen, str(error)
     raise AssertionError("a call without its state ran")
@@ -185,7 +227,9 @@ import copy
 class MLP(nn.Module):
     def __init__(self, width: int = 512, depth: int = 4) -> None:
         super().__init__()
-        self.layers = nn.ModuleList(nn.Linear(width, width) for _ in range(depth))
+        self.layers = nn.ModuleList(
+            nn.Linear(width, width) for _ in range(depth)
+        )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         for layer in self.layers:
@@ -193,7 +237,9 @@ class MLP(nn.Module):
         return x
 
 
-def median_call_ms(path: Path, x: np.ndarray, calls: int = 10) -> tuple[float, np.ndarray]:
+def median_call_ms(
+    path: Path, x: np.ndarray, calls: int = 10
+) -> tuple[float, np.ndarray]:
     with Model.load(path) as loaded:
         run = loaded.function("main")
         y = run({"x": x})["y"]  # warm-up
@@ -241,8 +287,17 @@ if __name__ == "__main__":
 
     if "--record" in sys.argv:
         directory = Path(sys.argv[sys.argv.index("--record") + 1])
-        gotchas = ["save_asset_replaces", "save_asset_str", "int64", "sync_async", "states", "fp16"]
+        gotchas = [
+            "save_asset_replaces",
+            "save_asset_str",
+            "int64",
+            "sync_async",
+            "states",
+            "fp16",
+        ]
         record = write_record(
-            directory, "conversion-gotchas", {"held": gotchas, "fp16_vs_fp32": fp16_rows}
+            directory,
+            "conversion-gotchas",
+            {"held": gotchas, "fp16_vs_fp32": fp16_rows},
         )
         print(f"wrote {record}")

@@ -1,6 +1,6 @@
-"""Quickstart: a torch module with a state -> .aimodel -> run on the Core AI runtime.
+"""Quickstart: a torch module with a state -> .aimodel -> Core AI runtime.
 
-Run: python snippets/quickstart.py   (writes running_sum.aimodel in the current directory)
+Run: python snippets/quickstart.py  (writes ./running_sum.aimodel)
 """
 
 # --8<-- [start:model]
@@ -10,7 +10,7 @@ from torch import nn
 
 
 class RunningSum(nn.Module):
-    """y = W x + b, and a state `total` that accumulates every y produced so far."""
+    """y = W x + b, and a state `total` that sums every y so far."""
 
     def __init__(self, width: int = 8) -> None:
         super().__init__()
@@ -18,7 +18,9 @@ class RunningSum(nn.Module):
 
     def forward(self, x: torch.Tensor, total: torch.Tensor) -> torch.Tensor:
         y = self.proj(x)
-        total.copy_(total + y)  # an argument mutated in place becomes a Core AI state
+        total.copy_(
+            total + y
+        )  # an argument mutated in place becomes a Core AI state
         return y
 
 
@@ -31,7 +33,10 @@ from zoo.core.export import export, read_metadata
 
 asset = export(
     model,
-    (torch.zeros(1, 8), torch.zeros(1, 8)),  # example inputs, in forward() order
+    (
+        torch.zeros(1, 8),
+        torch.zeros(1, 8),
+    ),  # example inputs, in forward() order
     "running_sum.aimodel",
     input_names=["x"],
     output_names=["y"],
@@ -47,14 +52,20 @@ from zoo.core.runtime import Model
 xs = torch.randn(4, 1, 8)
 with Model.load(asset) as loaded:
     step = loaded.function("main")
-    states = step.new_states()  # zero-filled; the runtime writes them back on each call
+    states = (
+        step.new_states()
+    )  # zero-filled; the runtime writes them back on each call
     ys = [step({"x": x}, states)["y"] for x in xs]
     total = states["total"].numpy().copy()
 
 # The same four steps in torch eager.
 with torch.no_grad():
     reference = [model(x, torch.zeros(1, 8)) for x in xs]
-np.testing.assert_allclose(np.stack(ys), torch.stack(reference).numpy(), atol=1e-5)
-np.testing.assert_allclose(total, torch.stack(reference).sum(0).numpy(), atol=1e-5)
+np.testing.assert_allclose(
+    np.stack(ys), torch.stack(reference).numpy(), atol=1e-5
+)
+np.testing.assert_allclose(
+    total, torch.stack(reference).sum(0).numpy(), atol=1e-5
+)
 print("4 steps on the Core AI runtime match torch eager")
 # --8<-- [end:run]

@@ -1,8 +1,8 @@
 """A runtime fatal error kills the process: contain it with zoo.core.isolate.
 
-An `index_put` KV write (`cache[:, step] = x` with `step` a tensor) converts without
-complaint, then the Linux runtime dies on the first call with a Swift fatal error
-("Index ... is out of bounds"): SIGILL, no Python exception. Run:
+An `index_put` KV write (`cache[:, step] = x` with `step` a tensor)
+converts without complaint, then the Linux runtime dies on the first call
+with a Swift fatal error: SIGILL, no Python exception. Run:
 
     python snippets/runtime_crash.py
 """
@@ -21,13 +21,15 @@ from zoo.core.export import export
 class IndexPutWrite(torch.nn.Module):
     """Writes x at row `step` of the state: lowered through index_put."""
 
-    def forward(self, x: torch.Tensor, step: torch.Tensor, cache: torch.Tensor) -> torch.Tensor:
+    def forward(
+        self, x: torch.Tensor, step: torch.Tensor, cache: torch.Tensor
+    ) -> torch.Tensor:
         cache[:, step] = x
         return cache.sum(dim=1)
 
 
 def export_and_run_index_put_write() -> list[float]:
-    """Export the write, then call it with the raw Core AI API (no zoo.core.runtime checks)."""
+    """Export the write, then call it through the raw Core AI API."""
     from coreai.authoring.asset import AIModelAsset
     from coreai.runtime import NDArray
 
@@ -50,7 +52,10 @@ def export_and_run_index_put_write() -> list[float]:
         async with AIModelAsset.load(path).executable() as model:
             fn = model.load_function("main")
             state = {"cache": NDArray(cache.numpy())}
-            inputs = {"x": NDArray(x.numpy()), "step": NDArray(np.array([1], np.int32))}
+            inputs = {
+                "x": NDArray(x.numpy()),
+                "step": NDArray(np.array([1], np.int32)),
+            }
             out = await fn(inputs=inputs, state=state)  # the process dies here
             return out["total"].numpy().ravel().tolist()
 
@@ -65,7 +70,9 @@ if __name__ == "__main__":
     from zoo.core.isolate import run_isolated
 
     outcome = run_isolated(export_and_run_index_put_write, timeout=300)
-    print(f"index_put write: {outcome.summary()} after {outcome.seconds:.1f} s")
+    print(
+        f"index_put write: {outcome.summary()} after {outcome.seconds:.1f} s"
+    )
     # --8<-- [end:isolate]
 
     import sys
@@ -79,4 +86,5 @@ if __name__ == "__main__":
             "seconds": outcome.seconds,
         }
         directory = sys.argv[sys.argv.index("--record") + 1]
-        print(f"wrote {write_record(directory, 'runtime-crash', {'outcomes': [row]})}")
+        record = write_record(directory, "runtime-crash", {"outcomes": [row]})
+        print(f"wrote {record}")
