@@ -10,6 +10,8 @@ import threading
 import pytest
 from playwright.sync_api import sync_playwright
 
+from zoo.site.harness import nav_pages, site_config
+
 CHROMIUM_FLAGS = [
     "--no-sandbox",
     "--disable-gpu",
@@ -19,7 +21,11 @@ CHROMIUM_FLAGS = [
     "--disable-sync",
     "--disable-quic",
 ]
-PAGES = ["", "guides/conversion-guide/"]
+# every page of the nav, at its built URL ("guides/x.md" -> "guides/x/")
+PAGES = [
+    "" if p == "index.md" else p.removesuffix(".md").removesuffix(".ipynb") + "/"
+    for p in nav_pages(site_config())
+]
 
 
 def chromium_path() -> str:

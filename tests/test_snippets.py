@@ -11,7 +11,8 @@ from zoo.core.records import GENERATORS, RECORDS_DIR
 from zoo.site.harness import ROOT
 
 SNIPPETS = sorted((ROOT / "snippets").glob("*.py"))
-RECORD_OF = {args[0]: name for name, args in GENERATORS.items()}
+# what `python snippets/X.py --record DIR` writes (benchmarks take extra arguments)
+RECORD_OF = {script: name for name, (script, extra) in GENERATORS.items() if not extra}
 
 
 def compare_records(name: str, fresh: dict, committed: dict) -> None:
@@ -20,6 +21,14 @@ def compare_records(name: str, fresh: dict, committed: dict) -> None:
         assert fresh["results"]["held"] == committed["results"]["held"]
         fp32, fp16 = fresh["results"]["fp16_vs_fp32"]
         assert (fp32["dtype"], fp16["dtype"]) == ("float32", "float16")
+    elif name == "kv-write-matrix":
+        outcomes = {row["strategy"]: row["outcome"] for row in fresh["results"]["outcomes"]}
+        committed_outcomes = {
+            row["strategy"]: row["outcome"] for row in committed["results"]["outcomes"]
+        }
+        assert outcomes == committed_outcomes
+    elif name == "hybrid-states":
+        assert fresh["results"] == committed["results"]
     elif name == "runtime-crash":
         outcomes = [row["outcome"] for row in fresh["results"]["outcomes"]]
         assert outcomes == [row["outcome"] for row in committed["results"]["outcomes"]]

@@ -237,7 +237,9 @@ def states_to_numpy(states: Mapping[str, NDArray]) -> dict[str, np.ndarray]:
 
 def _spec(descriptor) -> tuple[tuple[int | None, ...], Any]:
     dtype = _NUMPY_DTYPES.get(descriptor.dtype, descriptor.dtype)
-    return tuple(descriptor.shape), dtype
+    # A dynamic dimension comes back as None or -1: both mean "any size".
+    shape = tuple(None if d is None or d < 0 else d for d in descriptor.shape)
+    return shape, dtype
 
 
 def _as_numpy(value: Any) -> np.ndarray:

@@ -4,6 +4,13 @@ Markers a page may hold (an HTML comment, so the raw Markdown still reads well):
 
     <!-- zoo:verified NAME -->      "Verified on linux x86_64 · coreai-core ... · DATE"
     <!-- zoo:table NAME KEY -->     the list of rows at results[KEY] of record NAME, as a table
+    <!-- zoo:outcomes NAME KEY REPORTED -->
+                                    measured rows joined with the outcomes others reported,
+                                    `zoo.core.expected.REPORTED[REPORTED]`, labelled as such
+    <!-- zoo:pivot NAME KEY "row column" "column column" "value column" -->
+                                    the rows pivoted into a compact table
+    <!-- zoo:plot NAME KEY "x column" "y column" series-column -->
+                                    an inline SVG line chart (log-log) of those rows
 
 A marker whose record or key is missing fails the build, naming the page.
 """
@@ -11,7 +18,9 @@ A marker whose record or key is missing fails the build, naming the page.
 from __future__ import annotations
 
 import json
+import math
 import re
+import shlex
 from pathlib import Path
 
 from mkdocs.exceptions import PluginError
@@ -25,7 +34,7 @@ def on_page_markdown(markdown: str, page, config, files) -> str:
     records_dir = Path(config["docs_dir"]) / "records"
 
     def replace(match: re.Match) -> str:
-        kind, args = match["kind"], match["args"].split()
+        kind, args = match["kind"], shlex.split(match["args"])
         try:
             return render_marker(kind, args, records_dir, page.file.src_uri)
         except (KeyError, FileNotFoundError, ValueError) as exc:
@@ -51,7 +60,149 @@ def render_marker(kind: str, args: list[str], records_dir: Path, page: str) -> s
         return markdown_table(rows) + (
             f"\n\n<small>Measured on {describe(record['provenance'])} ([record]({link}))</small>"
         )
-    raise ValueError(f"unknown marker kind {kind!r} (known: verified, table)")
+    if kind == "outcomes":
+        if len(args) != 3:
+            raise ValueError("zoo:outcomes takes a record name, a results key, a REPORTED name")
+        return outcome_table(record, args[1], args[2]) + (
+            f"\n\n<small>Measured on {describe(record['provenance'])} ([record]({link}))</small>"
+        )
+    if kind == "pivot":
+        if len(args) != 5:
+            raise ValueError('zoo:pivot takes NAME KEY "row column" "column column" "value"')
+        return pivot_table(record["results"][args[1]], *args[2:]) + (
+            f"\n\n<small>Measured on {describe(record['provenance'])} ([record]({link}))</small>"
+        )
+    if kind == "plot":
+        if len(args) != 5:
+            raise ValueError('zoo:plot takes NAME KEY "x column" "y column" series-column')
+        rows = record["results"][args[1]]
+        return line_chart(rows, *args[2:]) + (
+            f"\n\n<small>Measured on {describe(record['provenance'])} ([record]({link}))</small>"
+        )
+    raise ValueError(f"unknown marker kind {kind!r} (known: verified, table, outcomes, plot)")
+
+
+def outcome_table(record: dict, key: str, reported_name: str) -> str:
+    """Formulation | shapes | state | measured outcome here | reported outcome elsewhere."""
+    from zoo.core.expected import REPORTED
+
+    reported = REPORTED[reported_name]
+    platform = record["provenance"]["platform"]
+    rows = [
+        {
+            "formulation": row["formulation"],
+            "shapes": row["shapes"],
+            "state": row["state"],
+            f"{platform} CPU runtime (measured)": _mark(row["outcome"]),
+            f"{reported.platform} (reported[^reported])": _mark(reported.outcomes[row["strategy"]]),
+        }
+        for row in record["results"][key]
+    ]
+    return (
+        markdown_table(rows) + f"\n\n[^reported]: Not measured by this project: {reported.source}."
+    )
+
+
+def pivot_table(rows: list[dict], row_key: str, column_key: str, value_key: str) -> str:
+    """`row_key` down, one column per value of `column_key`, cells `value_key`."""
+    corner = f"{value_key}: {row_key} \\ {column_key}"
+    table: dict[str, dict] = {}
+    for row in rows:
+        table.setdefault(str(row[row_key]), {corner: row[row_key]})[str(row[column_key])] = row[
+            value_key
+        ]
+    columns = [corner] + sorted(
+        {c for cells in table.values() for c in cells if c != corner}, key=float
+    )
+    return markdown_table([{c: cells.get(c) for c in columns} for cells in table.values()])
+
+
+def _mark(outcome: str) -> str:
+    if outcome.startswith(("ran", "runs")):
+        return f":material-check: {outcome}"
+    if outcome.startswith("crashed"):
+        return f":material-close: {outcome}"
+    return outcome
+
+
+PALETTE = [
+    "#3f51b5",
+    "#e91e63",
+    "#009688",
+    "#ff9800",
+    "#9c27b0",
+    "#795548",
+    "#607d8b",
+    "#4caf50",
+    "#f44336",
+    "#00bcd4",
+]
+
+
+def line_chart(rows: list[dict], x_key: str, y_key: str, series_key: str) -> str:
+    """A small log-log SVG line chart; text and axes take the page's colour (dark mode)."""
+    if not rows:
+        raise ValueError("the record has no rows to plot")
+    series: dict[str, list[tuple[float, float]]] = {}
+    for row in rows:
+        series.setdefault(str(row[series_key]), []).append((float(row[x_key]), float(row[y_key])))
+    xs = [x for points in series.values() for x, _ in points]
+    ys = [y for points in series.values() for _, y in points]
+    width, height, left, right, top, bottom = 720, 360, 60, 210, 16, 44
+    x0, x1 = math.log10(min(xs)), math.log10(max(xs))
+    y0, y1 = math.floor(math.log10(min(ys))), math.ceil(math.log10(max(ys)))
+
+    def px(x: float) -> float:
+        return left + (math.log10(x) - x0) / ((x1 - x0) or 1) * (width - left - right)
+
+    def py(y: float) -> float:
+        return height - bottom - (math.log10(y) - y0) / ((y1 - y0) or 1) * (height - top - bottom)
+
+    parts = [
+        f'<svg class="zoo-plot" viewBox="0 0 {width} {height}" role="img" '
+        f'aria-label="{y_key} against {x_key}" style="max-width:100%;font-size:12px" '
+        'xmlns="http://www.w3.org/2000/svg">',
+        f'<g stroke="currentColor" stroke-opacity="0.3">'
+        f'<line x1="{left}" y1="{height - bottom}" x2="{width - right}" y2="{height - bottom}"/>'
+        f'<line x1="{left}" y1="{top}" x2="{left}" y2="{height - bottom}"/></g>',
+    ]
+    for decade in range(y0, y1 + 1):
+        for factor in (1, 2, 5):
+            value = factor * 10**decade
+            if 10**y0 <= value <= 10**y1:
+                y = py(value)
+                parts.append(
+                    f'<line x1="{left}" y1="{y:.1f}" x2="{width - right}" y2="{y:.1f}" '
+                    'stroke="currentColor" stroke-opacity="0.1"/>'
+                    f'<text x="{left - 6}" y="{y + 4:.1f}" text-anchor="end" '
+                    f'fill="currentColor">{value:g}</text>'
+                )
+    for x in sorted(set(xs)):
+        parts.append(
+            f'<text x="{px(x):.1f}" y="{height - bottom + 16}" text-anchor="middle" '
+            f'fill="currentColor">{x:g}</text>'
+        )
+    parts.append(
+        f'<text x="{(left + width - right) / 2}" y="{height - 6}" text-anchor="middle" '
+        f'fill="currentColor">{x_key} (log)</text>'
+        f'<text x="14" y="{(top + height - bottom) / 2}" text-anchor="middle" '
+        f'transform="rotate(-90 14 {(top + height - bottom) / 2})" '
+        f'fill="currentColor">{y_key} (log)</text>'
+    )
+    for i, (name, points) in enumerate(series.items()):
+        colour = PALETTE[i % len(PALETTE)]
+        path = " ".join(f"{px(x):.1f},{py(y):.1f}" for x, y in sorted(points))
+        parts.append(f'<polyline points="{path}" fill="none" stroke="{colour}" stroke-width="2"/>')
+        for x, y in points:
+            parts.append(f'<circle cx="{px(x):.1f}" cy="{py(y):.1f}" r="3" fill="{colour}"/>')
+        ly = top + 14 + 18 * i
+        parts.append(
+            f'<line x1="{width - right + 12}" y1="{ly - 4}" x2="{width - right + 32}" '
+            f'y2="{ly - 4}" stroke="{colour}" stroke-width="2"/>'
+            f'<text x="{width - right + 38}" y="{ly}" fill="currentColor">{name}</text>'
+        )
+    parts.append("</svg>")
+    return "".join(parts)
 
 
 def markdown_table(rows: list[dict]) -> str:

@@ -1,0 +1,33 @@
+"""pytest plugin of the zoo (loaded with `-p zoo.testing` from pyproject.toml).
+
+- prints where the suite runs (platform, chip, versions) in the pytest header;
+- shares results of isolated runs within one test session: the KV matrix is run by its
+  zoo test, by the page that shows it and by its snippet; the first run computes each cell,
+  the others reuse it when the code and the arguments are the same (see `cached_call`).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+
+from zoo.core.provenance import describe, provenance
+
+CACHE_ENV = "ZOO_RESULT_CACHE"
+
+
+def pytest_configure(config) -> None:
+    if CACHE_ENV not in os.environ:
+        os.environ[CACHE_ENV] = tempfile.mkdtemp(prefix="zoo-results-")
+        config._zoo_cache_owner = True
+
+
+def pytest_unconfigure(config) -> None:
+    if getattr(config, "_zoo_cache_owner", False):
+        shutil.rmtree(os.environ.pop(CACHE_ENV), ignore_errors=True)
+
+
+def pytest_report_header(config) -> list[str]:
+    info = provenance()
+    return [f"zoo: {describe(info)}", f"zoo: os {info['os']}, processor {info['processor']}"]
