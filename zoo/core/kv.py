@@ -29,8 +29,14 @@ NEG_INF = float("-inf")
 
 
 def causal_mask(valid: np.ndarray) -> np.ndarray:
-    """An additive `[1, 1, 1, n]` mask from a boolean vector of attendable key slots."""
-    return np.where(valid, 0.0, NEG_INF).astype(np.float32).reshape(1, 1, 1, -1)
+    """An additive `[1, 1, rows, n]` mask from booleans `[n]` or `[rows, n]` (True: attend)."""
+    valid = np.atleast_2d(valid)
+    return np.where(valid, 0.0, NEG_INF).astype(np.float32).reshape(1, 1, *valid.shape)
+
+
+def chunk_rows(position: int, capacity: int, length: int) -> np.ndarray:
+    """`[length, capacity]` booleans: query i (at position + i) sees columns <= position + i."""
+    return np.arange(capacity)[None, :] <= (position + np.arange(length))[:, None]
 
 
 def column_mask(capacity: int, column: int) -> np.ndarray:
@@ -50,12 +56,21 @@ class KVStrategy:
     stateful: ClassVar[bool] = True  # False: the caches are plain inputs and outputs
     dynamic_context: ClassVar[bool] = False  # True: `position_ids` length is dynamic
     isolation_only: ClassVar[bool] = False  # True: a repro, not a way to decode
+    chunks: ClassVar[bool] = False  # True: can write several columns at once (prefill)
 
     def write(self, cache: torch.Tensor, column: torch.Tensor, step: dict) -> torch.Tensor:
         raise NotImplementedError
 
+    def read(self, cache: torch.Tensor) -> torch.Tensor:
+        """The keys (or values) a layer that shares another layer's cache attends over."""
+        return cache
+
     def host_inputs(self, position: int, capacity: int) -> dict[str, np.ndarray]:
-        """The per-step inputs for a one-token decode step at `position`."""
+        """The per-step inputs for a one-token decode step at `position`.
+
+        Strategies with `chunks = True` also take `length`: the inputs of a step that
+        writes `length` columns from `position` on (a prefill chunk).
+        """
         self.check_position(position, capacity)
         return {
             "in_step": np.array([position], np.int32),
@@ -96,12 +111,21 @@ class RuntimeIndexSliceWrite(KVStrategy):
     title: ClassVar[str] = "slice_update at a runtime index (in_step input)"
     step_inputs: ClassVar[tuple[str, ...]] = ("in_step", "attn_mask")
 
+    chunks: ClassVar[bool] = True
+
     def write(self, cache, column, step):
-        position = step["in_step"].item()
+        position, length = step["in_step"].item(), column.shape[2]
         torch._check(position >= 0)
-        torch._check(position < cache.shape[2])
-        _slice_write(cache, column, position)
+        torch._check(position + length <= cache.shape[2])
+        cache[:, :, position : position + length, :] = column
         return cache
+
+    def host_inputs(self, position, capacity, length=1):
+        self.check_position(position + length - 1, capacity)
+        return {
+            "in_step": np.array([position], np.int32),
+            "attn_mask": causal_mask(chunk_rows(position, capacity, length)),
+        }
 
 
 # --8<-- [end:runtime-index]
@@ -118,6 +142,7 @@ class RingBufferWrite(RuntimeIndexSliceWrite):
 
     name: ClassVar[str] = "ring-buffer"
     title: ClassVar[str] = "sliding-window ring buffer (runtime index p % W)"
+    chunks: ClassVar[bool] = False  # a chunk longer than W would overwrite what it needs
     window: int = 0  # 0: the cache capacity
 
     def host_inputs(self, position, capacity):
@@ -215,16 +240,25 @@ class InputMaskBlend(KVStrategy):
     title: ClassVar[str] = "blend with a one-hot write_mask input"
     step_inputs: ClassVar[tuple[str, ...]] = ("write_mask", "attn_mask")
 
+    chunks: ClassVar[bool] = True
+
     def write(self, cache, column, step):
-        mask = step["write_mask"].reshape(1, 1, -1, 1)
-        cache.copy_(cache * (1 - mask) + column * mask)
+        capacity, length = cache.shape[2], column.shape[2]
+        if length == 1:  # the formulation reported to run on the beta GPU
+            mask = step["write_mask"].reshape(1, 1, capacity, 1)
+            cache.copy_(cache * (1 - mask) + column * mask)
+        else:  # a prefill chunk: one one-hot row per column written
+            rows = step["write_mask"].reshape(length, capacity)
+            written = rows.sum(0).reshape(1, 1, capacity, 1)
+            cache.copy_(cache * (1 - written) + torch.einsum("tc,bhtd->bhcd", rows, column))
         return cache
 
-    def host_inputs(self, position, capacity):
-        self.check_position(position, capacity)
+    def host_inputs(self, position, capacity, length=1):
+        self.check_position(position + length - 1, capacity)
+        rows = np.stack([column_mask(capacity, position + i) for i in range(length)])
         return {
-            "write_mask": column_mask(capacity, position),
-            "attn_mask": causal_mask(np.arange(capacity) <= position),
+            "write_mask": rows[0] if length == 1 else rows,
+            "attn_mask": causal_mask(chunk_rows(position, capacity, length)),
         }
 
 
@@ -305,6 +339,7 @@ class PackedSlotBlend(InputMaskBlend):
 
     name: ClassVar[str] = "packed-slot-view"
     title: ClassVar[str] = "input-mask blend into one slot (view) of a packed state"
+    chunks: ClassVar[bool] = False
     slots: int = 2
     slot: int = 1
     form: str = "view"
@@ -370,6 +405,7 @@ class IndexPutWrite(RuntimeIndexSliceWrite):
     name: ClassVar[str] = "index-put"
     title: ClassVar[str] = "index_put at a runtime index (crash repro)"
     isolation_only: ClassVar[bool] = True
+    chunks: ClassVar[bool] = False
 
     def write(self, cache, column, step):
         cache[:, :, step["in_step"]] = column

@@ -1,0 +1,188 @@
+"""Export a decoder as `prefill` + `decode` functions sharing states, and the host loop.
+
+A zoo model exports two functions into one asset: `prefill` takes a chunk of `chunk` tokens,
+`decode` takes one; both name the same states (KV caches, and for hybrids the recurrent and
+conv states), so decode continues where prefill left off. What the host passes per step is
+derived from the `DecodeSpec` stored in the asset's metadata: the positions, the KV
+strategy's inputs (write index or mask, `attn_mask`) and, for models with sliding-window
+layers, a `sliding_mask`. The loop needs no torch and no model code.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from zoo.core.export import EntryPoint, export_entry_points, read_metadata
+from zoo.core.kv import causal_mask, chunk_rows, get_strategy
+from zoo.core.runtime import Model
+
+
+class ContextFullError(IndexError):
+    """The decode would run past the context the asset was exported with."""
+
+
+@dataclass
+class DecodeSpec:
+    """What the host must know to drive an exported decoder; stored in its metadata."""
+
+    model: str
+    strategy: str
+    capacity: int
+    chunk: int
+    vocab_size: int
+    state_shapes: dict[str, list[int]]
+    sliding_window: int | None = None
+    stop_token_ids: list[int] = field(default_factory=list)
+
+    def host_inputs(self, position: int, length: int) -> dict[str, np.ndarray]:
+        """Everything but `input_ids` for `length` tokens starting at `position`."""
+        if position + length > self.capacity:
+            raise ContextFullError(
+                f"the context holds {self.capacity} tokens and this step needs positions "
+                f"{position}..{position + length - 1}; export with a larger context"
+            )
+        inputs = {"positions": np.arange(position, position + length, dtype=np.int32)[None]}
+        inputs.update(get_strategy(self.strategy).host_inputs(position, self.capacity, length))
+        if self.sliding_window is not None:
+            rows = chunk_rows(position, self.capacity, length)
+            recent = np.arange(self.capacity)[None, :] > (
+                position + np.arange(length)[:, None] - self.sliding_window
+            )
+            inputs["sliding_mask"] = causal_mask(rows & recent)
+        return inputs
+
+
+def export_decoder(
+    model: torch.nn.Module,
+    spec: DecodeSpec,
+    path: str | os.PathLike,
+    *,
+    overwrite: bool = False,
+) -> Path:
+    """Export `model` (forward(input_ids, *host inputs, *states)) as prefill + decode."""
+    if spec.chunk < 2:
+        raise ValueError("the prefill chunk must hold at least 2 tokens (decode takes 1)")
+    states = {name: torch.zeros(shape) for name, shape in spec.state_shapes.items()}
+    entries = []
+    for name, length in (("prefill", spec.chunk), ("decode", 1)):
+        inputs = {"input_ids": np.zeros((1, length), np.int32), **spec.host_inputs(0, length)}
+        example = tuple(torch.from_numpy(v) for v in inputs.values())
+        entries.append(
+            EntryPoint(
+                name, model, (*example, *states.values()), list(inputs), ["logits"], list(states)
+            )
+        )
+    return export_entry_points(
+        entries, path, overwrite=overwrite, extra_metadata={"decode": asdict(spec)}
+    )
+
+
+def sample(
+    logits: np.ndarray, temperature: float, top_k: int | None, rng: np.random.Generator
+) -> int:
+    """Greedy when `temperature` is 0; else softmax sampling over the top-k logits."""
+    if temperature <= 0:
+        return int(np.argmax(logits))
+    scaled = logits.astype(np.float64) / temperature
+    if top_k is not None and top_k < scaled.size:
+        cutoff = np.partition(scaled, -top_k)[-top_k]
+        scaled = np.where(scaled >= cutoff, scaled, -np.inf)
+    probabilities = np.exp(scaled - scaled.max())
+    probabilities /= probabilities.sum()
+    return int(rng.choice(scaled.size, p=probabilities))
+
+
+class Generator:
+    """Prompt ids in, new token ids out, on the Core AI runtime.
+
+    >>> with Generator("gemma4.aimodel") as generator:            # doctest: +SKIP
+    ...     ids = generator.generate([2, 651, 6037], max_new_tokens=8)
+    """
+
+    def __init__(self, asset: str | os.PathLike, compute_unit: str = "auto") -> None:
+        metadata = read_metadata(asset)
+        if "decode" not in metadata:
+            raise ValueError(f"{asset} was not exported by zoo.core.decode.export_decoder")
+        self.spec = DecodeSpec(**metadata["decode"])
+        self.model = Model.load(asset, compute_unit)
+        self.prefill_fn = self.model.function("prefill")
+        self.decode_fn = self.model.function("decode")
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget the context: fresh zeroed states."""
+        self.states = self.prefill_fn.new_states()
+        self.position = 0
+
+    def feed(self, ids: Sequence[int]) -> np.ndarray:
+        """Append tokens to the context; returns the logits after the last one."""
+        ids = list(ids)
+        if not ids:
+            raise ValueError("feed() needs at least one token")
+        if self.position + len(ids) > self.spec.capacity:
+            raise ContextFullError(
+                f"the context holds {self.spec.capacity} tokens: {self.position} are used and "
+                f"{len(ids)} more do not fit; export with a larger context"
+            )
+        chunk = self.spec.chunk
+        logits = None
+        while ids:
+            # Whole chunks through prefill; the rest, and anything past the end, one by one.
+            if len(ids) >= chunk and self.position + chunk <= self.spec.capacity:
+                piece, function = ids[:chunk], self.prefill_fn
+            else:
+                piece, function = ids[:1], self.decode_fn
+            inputs = {
+                "input_ids": np.array([piece], np.int32),
+                **self.spec.host_inputs(self.position, len(piece)),
+            }
+            logits = function(inputs, self.states)["logits"][0, -1]
+            self.position += len(piece)
+            ids = ids[len(piece) :]
+        return logits
+
+    def generate(
+        self,
+        prompt_ids: Sequence[int],
+        max_new_tokens: int,
+        *,
+        stop_token_ids: Sequence[int] | None = None,
+        temperature: float = 0.0,
+        top_k: int | None = None,
+        seed: int | None = None,
+        on_token: Callable[[int], None] | None = None,
+    ) -> list[int]:
+        """Greedy (or seeded sampled) continuation of `prompt_ids`, from a fresh context.
+
+        Stops after `max_new_tokens`, at a stop token (included in the result), or raises
+        `ContextFullError` when the next token would not fit.
+        """
+        stops = set(self.spec.stop_token_ids if stop_token_ids is None else stop_token_ids)
+        rng = np.random.default_rng(seed)
+        self.reset()
+        logits = self.feed(prompt_ids)
+        new: list[int] = []
+        while len(new) < max_new_tokens:
+            token = sample(logits, temperature, top_k, rng)
+            new.append(token)
+            if on_token is not None:
+                on_token(token)
+            if token in stops or len(new) == max_new_tokens:
+                break
+            logits = self.feed([token])
+        return new
+
+    def close(self) -> None:
+        self.model.close()
+
+    def __enter__(self) -> Generator:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

@@ -1,0 +1,144 @@
+"""Gemma 4 text-decoder configuration, read from a checkpoint's config.json.
+
+Field names and defaults follow transformers 5.23 `Gemma4TextConfig`; a multimodal checkpoint
+(`model_type: gemma4`) keeps the text decoder's config under `text_config`.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+
+
+class UnsupportedConfig(ValueError):
+    """The checkpoint asks for something this entry does not implement."""
+
+
+@dataclass
+class Gemma4Config:
+    vocab_size: int = 262_144
+    hidden_size: int = 2304
+    intermediate_size: int = 9216
+    num_hidden_layers: int = 30
+    num_attention_heads: int = 8
+    num_key_value_heads: int = 4
+    head_dim: int = 256
+    # layer index -> overrides of head_dim / num_key_value_heads (full-attention layers have
+    # a wider head); transformers writes it into config.json
+    per_layer_config: dict = field(default_factory=dict)
+    hidden_activation: str = "gelu_pytorch_tanh"
+    rms_norm_eps: float = 1e-6
+    rope_parameters: dict = field(default_factory=dict)
+    sliding_window: int = 512
+    layer_types: list[str] = field(default_factory=list)
+    final_logit_softcapping: float | None = None
+    vocab_size_per_layer_input: int = 262_144
+    hidden_size_per_layer_input: int = 256  # 0: no per-layer embeddings
+    attention_k_eq_v: bool = False
+    num_kv_shared_layers: int = 0
+    enable_moe_block: bool = False
+    use_double_wide_mlp: bool = False
+    use_bidirectional_attention: str | None = None
+    tie_word_embeddings: bool = True
+    bos_token_id: int | None = 2
+    eos_token_id: int | list[int] | None = 1
+    pad_token_id: int | None = 0
+
+    def __post_init__(self) -> None:
+        if not self.layer_types:  # transformers' default: 5 sliding, then 1 full
+            self.layer_types = [
+                "full_attention" if (i + 1) % 6 == 0 else "sliding_attention"
+                for i in range(self.num_hidden_layers)
+            ]
+        self.layer_types[-1] = "full_attention"  # transformers forces this too
+        defaults = {
+            "sliding_attention": {"rope_type": "default", "rope_theta": 10_000.0},
+            "full_attention": {
+                "rope_type": "proportional",
+                "partial_rotary_factor": 0.25,
+                "rope_theta": 1_000_000.0,
+            },
+        }
+        self.rope_parameters = {**defaults, **(self.rope_parameters or {})}
+        self.check_supported()
+
+    def check_supported(self) -> None:
+        unsupported = []
+        if self.enable_moe_block:
+            unsupported.append("enable_moe_block=True (the parallel mixture-of-experts block)")
+        if self.use_bidirectional_attention:
+            unsupported.append(f"use_bidirectional_attention={self.use_bidirectional_attention!r}")
+        if self.hidden_activation != "gelu_pytorch_tanh":
+            unsupported.append(f"hidden_activation={self.hidden_activation!r}")
+        for layer_type, rope in self.rope_parameters.items():
+            if (
+                rope.get("rope_type") not in ("default", "proportional")
+                or rope.get("factor", 1.0) != 1.0
+            ):
+                unsupported.append(f"rope_parameters[{layer_type!r}]={rope}")
+        if unsupported:
+            raise UnsupportedConfig(
+                "this Gemma 4 entry does not implement: " + "; ".join(unsupported)
+            )
+
+    # Per-layer facts, derived the way transformers derives them.
+    def is_sliding(self, layer: int) -> bool:
+        return self.layer_types[layer] == "sliding_attention"
+
+    def _override(self, layer: int, name: str, default: int) -> int:
+        overrides = self.per_layer_config.get(str(layer)) or self.per_layer_config.get(layer)
+        return (overrides or {}).get(name, default)
+
+    def layer_head_dim(self, layer: int) -> int:
+        return self._override(layer, "head_dim", self.head_dim)
+
+    def layer_kv_heads(self, layer: int) -> int:
+        return self._override(layer, "num_key_value_heads", self.num_key_value_heads)
+
+    def kv_sharing_modes(self) -> list[str | None]:
+        """Per layer: None (own KV), "store" (own KV, reused later) or "reuse" (no k/v)."""
+        if self.num_kv_shared_layers == 0:
+            return [None] * self.num_hidden_layers
+        first_shared = self.num_hidden_layers - self.num_kv_shared_layers
+        modes: list[str | None] = [
+            None if i < first_shared else "reuse" for i in range(self.num_hidden_layers)
+        ]
+        for layer_type in set(self.layer_types):
+            producers = [i for i in range(first_shared) if self.layer_types[i] == layer_type]
+            if not producers:
+                raise UnsupportedConfig(f"no layer before the shared ones stores {layer_type!r} KV")
+            modes[producers[-1]] = "store"
+        return modes
+
+    def kv_source(self, layer: int) -> int:
+        """The layer whose cache this layer attends over (itself, unless it reuses)."""
+        modes = self.kv_sharing_modes()
+        if modes[layer] != "reuse":
+            return layer
+        return next(
+            i
+            for i, mode in enumerate(modes)
+            if mode == "store" and self.layer_types[i] == self.layer_types[layer]
+        )
+
+    @classmethod
+    def from_dict(cls, raw: dict) -> Gemma4Config:
+        model_type = raw.get("model_type")
+        if model_type == "gemma4":
+            raw = raw.get("text_config") or {}
+            model_type = raw.get("model_type", "gemma4_text")
+        if model_type != "gemma4_text":
+            raise ValueError(
+                f"config.json has model_type {model_type!r}; this entry loads Gemma 4 "
+                "checkpoints ('gemma4_text', or 'gemma4' with a text_config)"
+            )
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in raw.items() if k in known})
+
+    @classmethod
+    def from_checkpoint(cls, directory: str | Path) -> Gemma4Config:
+        path = Path(directory) / "config.json"
+        if not path.exists():
+            raise FileNotFoundError(f"no config.json in {directory}: is it a checkpoint directory?")
+        return cls.from_dict(json.loads(path.read_text()))

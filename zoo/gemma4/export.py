@@ -1,0 +1,31 @@
+"""Gemma 4 -> `.aimodel`: prefill + decode functions sharing the KV cache states."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from zoo.core.decode import DecodeSpec, export_decoder
+from zoo.gemma4.model import Gemma4
+
+
+def decode_spec(model: Gemma4, chunk: int = 8) -> DecodeSpec:
+    config = model.config
+    eos = config.eos_token_id
+    return DecodeSpec(
+        model="gemma4",
+        strategy=model.strategy.name,
+        capacity=model.capacity,
+        chunk=chunk,
+        vocab_size=config.vocab_size,
+        state_shapes={name: list(shape) for name, shape in model.cache_shapes().items()},
+        sliding_window=config.sliding_window,
+        stop_token_ids=[eos] if isinstance(eos, int) else list(eos or []),
+    )
+
+
+def export_gemma4(
+    model: Gemma4, path: str | os.PathLike, *, chunk: int = 8, overwrite: bool = False
+) -> Path:
+    """Export a loaded Gemma 4 (see `zoo.gemma4.load_gemma4`) for greedy or sampled decode."""
+    return export_decoder(model, decode_spec(model, chunk), path, overwrite=overwrite)

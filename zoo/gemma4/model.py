@@ -1,0 +1,228 @@
+"""The Gemma 4 text decoder, re-authored for export to Core AI.
+
+It computes what transformers 5.23 `Gemma4ForCausalLM` computes (the parity tests hold it to
+that), written for a fixed-shape decode graph: every attention layer writes its new keys and
+values into a cache state through a KV strategy (`zoo.core.kv`), and the masks come from
+the host. One forward serves prefill (T tokens) and decode (T = 1).
+
+Gemma 4's quirks, in the order they appear below:
+- RMSNorm computes `x * (mean(x^2) + eps)^-0.5 * w` (no `1 + w`); the value norm has no scale.
+- Sliding layers use default RoPE; full layers use *proportional* RoPE: only the first
+  `partial_rotary_factor` of the frequencies rotate, the rest have frequency zero.
+- Full layers have a wider head (`per_layer_config`) and may share k and v
+  (`attention_k_eq_v`: no v_proj, values are the raw keys).
+- q and k are RMS-normed per head before RoPE; attention scaling is 1.0 (the norms take
+  the place of 1/sqrt(d)).
+- KV sharing: the last `num_kv_shared_layers` layers have no k/v weights and attend over the
+  cache of the last earlier layer of their type ("store" -> "reuse").
+- Those shared layers have a double-wide MLP when `use_double_wide_mlp`.
+- Sandwich norms around attention and MLP, then a per-layer-embedding (PLE) residual, then
+  the whole layer output times `layer_scalar`.
+- Embeddings are scaled by sqrt(hidden_size); PLE embeddings by sqrt(ple_dim).
+- The final logits are soft-capped: `tanh(logits / cap) * cap`.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from zoo.core.kv import KVStrategy
+from zoo.core.layers import attend
+from zoo.gemma4.config import Gemma4Config
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, dim: int, eps: float, with_scale: bool = True) -> None:
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(dim)) if with_scale else None
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x * torch.pow(x.pow(2).mean(-1, keepdim=True) + self.eps, -0.5)
+        return x * self.weight if self.weight is not None else x
+
+
+def rope_frequencies(config: Gemma4Config, layer: int) -> torch.Tensor:
+    """Inverse frequencies `[head_dim / 2]` of a layer (zeros where proportional RoPE stops)."""
+    head_dim = config.layer_head_dim(layer)
+    rope = config.rope_parameters[config.layer_types[layer]]
+    rotated = int(rope.get("partial_rotary_factor", 1.0) * head_dim // 2)
+    if rope["rope_type"] == "default":
+        rotated = head_dim // 2
+    exponents = torch.arange(0, 2 * rotated, 2, dtype=torch.float32) / head_dim
+    inv_freq = 1.0 / rope["rope_theta"] ** exponents
+    return torch.cat([inv_freq, torch.zeros(head_dim // 2 - rotated)])
+
+
+def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """RoPE on `[B, T, heads, D]` with cos/sin `[B, T, D]` (halves rotated, HF layout)."""
+    half = x.shape[-1] // 2
+    rotated_half = torch.cat([-x[..., half:], x[..., :half]], dim=-1)
+    return x * cos.unsqueeze(2) + rotated_half * sin.unsqueeze(2)
+
+
+class Attention(nn.Module):
+    def __init__(self, config: Gemma4Config, layer: int, strategy: KVStrategy) -> None:
+        super().__init__()
+        self.layer, self.strategy = layer, strategy
+        self.heads, self.head_dim = config.num_attention_heads, config.layer_head_dim(layer)
+        self.kv_heads = config.layer_kv_heads(layer)
+        self.reuses_kv = config.kv_sharing_modes()[layer] == "reuse"
+        self.kv_source = config.kv_source(layer)
+        hidden, eps = config.hidden_size, config.rms_norm_eps
+        self.q_proj = nn.Linear(hidden, self.heads * self.head_dim, bias=False)
+        self.q_norm = RMSNorm(self.head_dim, eps)
+        if not self.reuses_kv:
+            self.k_proj = nn.Linear(hidden, self.kv_heads * self.head_dim, bias=False)
+            k_eq_v = config.attention_k_eq_v and not config.is_sliding(layer)
+            self.v_proj = (
+                None if k_eq_v else nn.Linear(hidden, self.kv_heads * self.head_dim, bias=False)
+            )
+            self.k_norm = RMSNorm(self.head_dim, eps)
+            self.v_norm = RMSNorm(self.head_dim, eps, with_scale=False)
+        self.o_proj = nn.Linear(self.heads * self.head_dim, hidden, bias=False)
+        self.register_buffer("inv_freq", rope_frequencies(config, layer), persistent=False)
+
+    def forward(self, x, positions, mask, step, caches: dict) -> torch.Tensor:
+        batch, length, _ = x.shape
+        freqs = positions[..., None].float() * self.inv_freq
+        cos, sin = torch.cat([freqs, freqs], -1).cos(), torch.cat([freqs, freqs], -1).sin()
+
+        q = self.q_norm(self.q_proj(x).reshape(batch, length, self.heads, self.head_dim))
+        q = rotate(q, cos, sin).transpose(1, 2)
+        k_cache, v_cache = caches[f"k_cache_{self.kv_source}"], caches[f"v_cache_{self.kv_source}"]
+        if self.reuses_kv:  # the source layer wrote this step's column already
+            keys, values = self.strategy.read(k_cache), self.strategy.read(v_cache)
+        else:
+            k = self.k_proj(x).reshape(batch, length, self.kv_heads, self.head_dim)
+            v = k if self.v_proj is None else self.v_proj(x).reshape(k.shape)
+            k = rotate(self.k_norm(k), cos, sin).transpose(1, 2)
+            v = self.v_norm(v).transpose(1, 2)
+            keys = self.strategy.write(k_cache, k, step)
+            values = self.strategy.write(v_cache, v, step)
+        out = attend(q, keys, values, mask, scale=1.0)
+        return self.o_proj(out.transpose(1, 2).reshape(batch, length, -1))
+
+
+class MLP(nn.Module):
+    def __init__(self, hidden: int, intermediate: int) -> None:
+        super().__init__()
+        self.gate_proj = nn.Linear(hidden, intermediate, bias=False)
+        self.up_proj = nn.Linear(hidden, intermediate, bias=False)
+        self.down_proj = nn.Linear(intermediate, hidden, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        gate = F.gelu(self.gate_proj(x), approximate="tanh")
+        return self.down_proj(gate * self.up_proj(x))
+
+
+class DecoderLayer(nn.Module):
+    def __init__(self, config: Gemma4Config, layer: int, strategy: KVStrategy) -> None:
+        super().__init__()
+        hidden, eps = config.hidden_size, config.rms_norm_eps
+        self.sliding = config.is_sliding(layer)
+        self.self_attn = Attention(config, layer, strategy)
+        shared = config.kv_sharing_modes()[layer] == "reuse"
+        wide = 2 if config.use_double_wide_mlp and shared else 1
+        self.mlp = MLP(hidden, config.intermediate_size * wide)
+        self.input_layernorm = RMSNorm(hidden, eps)
+        self.post_attention_layernorm = RMSNorm(hidden, eps)
+        self.pre_feedforward_layernorm = RMSNorm(hidden, eps)
+        self.post_feedforward_layernorm = RMSNorm(hidden, eps)
+        self.ple_dim = config.hidden_size_per_layer_input
+        if self.ple_dim:
+            self.per_layer_input_gate = nn.Linear(hidden, self.ple_dim, bias=False)
+            self.per_layer_projection = nn.Linear(self.ple_dim, hidden, bias=False)
+            self.post_per_layer_input_norm = RMSNorm(hidden, eps)
+        self.register_buffer("layer_scalar", torch.ones(1))
+
+    def forward(self, h, per_layer_input, positions, masks, step, caches) -> torch.Tensor:
+        mask = masks["sliding"] if self.sliding else masks["full"]
+        attended = self.self_attn(self.input_layernorm(h), positions, mask, step, caches)
+        h = h + self.post_attention_layernorm(attended)
+        h = h + self.post_feedforward_layernorm(self.mlp(self.pre_feedforward_layernorm(h)))
+        if self.ple_dim:
+            gate = F.gelu(self.per_layer_input_gate(h), approximate="tanh") * per_layer_input
+            h = h + self.post_per_layer_input_norm(self.per_layer_projection(gate))
+        return h * self.layer_scalar
+
+
+class Gemma4(nn.Module):
+    """`forward(input_ids, positions, *step_inputs, sliding_mask, *caches) -> logits`.
+
+    `step_inputs` are the KV strategy's (`strategy.step_inputs`: write index or mask, and
+    `attn_mask` for full layers); `sliding_mask` masks the sliding-window layers; `caches`
+    are `cache_names()` in order, the states of the exported functions.
+    """
+
+    def __init__(self, config: Gemma4Config, strategy: KVStrategy, capacity: int) -> None:
+        super().__init__()
+        if not (strategy.stateful and strategy.chunks):
+            raise ValueError(
+                f"KV strategy {strategy.name!r} cannot serve Gemma 4: it needs a stateful "
+                "strategy that writes prefill chunks (runtime-index or input-mask-blend)"
+            )
+        self.config, self.strategy, self.capacity = config, strategy, capacity
+        hidden, layers = config.hidden_size, config.num_hidden_layers
+        self.embed_tokens = nn.Embedding(config.vocab_size, hidden)
+        self.layers = nn.ModuleList(DecoderLayer(config, i, strategy) for i in range(layers))
+        self.norm = RMSNorm(hidden, config.rms_norm_eps)
+        self.lm_head = (
+            None if config.tie_word_embeddings else nn.Linear(hidden, config.vocab_size, bias=False)
+        )
+        self.ple_dim = config.hidden_size_per_layer_input
+        if self.ple_dim:
+            self.embed_tokens_per_layer = nn.Embedding(
+                config.vocab_size_per_layer_input, layers * self.ple_dim
+            )
+            self.per_layer_model_projection = nn.Linear(hidden, layers * self.ple_dim, bias=False)
+            self.per_layer_projection_norm = RMSNorm(self.ple_dim, config.rms_norm_eps)
+
+    def cache_names(self) -> list[str]:
+        return [
+            f"{kind}_cache_{i}"
+            for i, layer in enumerate(self.layers)
+            if not layer.self_attn.reuses_kv
+            for kind in ("k", "v")
+        ]
+
+    def cache_shapes(self) -> dict[str, tuple[int, ...]]:
+        shapes = {}
+        for i, layer in enumerate(self.layers):
+            attention = layer.self_attn
+            if not attention.reuses_kv:
+                shape = self.strategy.cache_shape(
+                    attention.kv_heads, self.capacity, attention.head_dim
+                )
+                shapes[f"k_cache_{i}"] = shapes[f"v_cache_{i}"] = shape
+        return shapes
+
+    def per_layer_inputs(self, input_ids: torch.Tensor, embeds: torch.Tensor) -> torch.Tensor:
+        """PLE: a token-identity embedding plus a projection of the context embedding."""
+        batch, length = input_ids.shape
+        shape = (batch, length, len(self.layers), self.ple_dim)
+        identity = self.embed_tokens_per_layer(input_ids) * self.ple_dim**0.5
+        context = self.per_layer_model_projection(embeds) * self.config.hidden_size**-0.5
+        context = self.per_layer_projection_norm(context.reshape(shape))
+        return (context + identity.reshape(shape)) * 2**-0.5
+
+    def forward(self, input_ids: torch.Tensor, positions: torch.Tensor, *args: torch.Tensor):
+        names = self.strategy.step_inputs
+        step = dict(zip(names, args[: len(names)], strict=True))
+        masks = {"full": step["attn_mask"], "sliding": args[len(names)]}
+        caches = dict(zip(self.cache_names(), args[len(names) + 1 :], strict=True))
+
+        h = self.embed_tokens(input_ids) * self.config.hidden_size**0.5
+        per_layer = self.per_layer_inputs(input_ids, h) if self.ple_dim else None
+        for i, layer in enumerate(self.layers):
+            layer_input = per_layer[:, :, i] if per_layer is not None else None
+            h = layer(h, layer_input, positions, masks, step, caches)
+        h = self.norm(h)
+        weight = self.embed_tokens.weight if self.lm_head is None else self.lm_head.weight
+        logits = F.linear(h, weight)
+        if self.config.final_logit_softcapping:
+            cap = self.config.final_logit_softcapping
+            logits = torch.tanh(logits / cap) * cap
+        return logits
