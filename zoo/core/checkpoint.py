@@ -49,7 +49,7 @@ def load_into(
     targets = {**dict(module.named_parameters()), **dict(module.named_buffers())}
     targets = {name: t for name, t in targets.items() if name in module.state_dict()}
     ignore = tuple(ignore)
-    loaded, unexpected, misshaped = set(), [], []
+    loaded, unexpected, misshaped, wrong_shape = set(), [], [], set()
     for path in safetensors_files(directory):
         with safe_open(str(path), framework="pt") as tensors:
             for key in tensors.keys():  # noqa: SIM118 - safe_open is not a Mapping
@@ -64,11 +64,12 @@ def load_into(
                     misshaped.append(
                         f"{key}: {tuple(value.shape)}, expected {tuple(targets[name].shape)}"
                     )
+                    wrong_shape.add(name)
                     continue
                 with torch.no_grad():
                     targets[name].copy_(value.to(targets[name].dtype))
                 loaded.add(name)
-    missing = sorted(set(targets) - loaded)
+    missing = sorted(set(targets) - loaded - wrong_shape)
     problems = []
     if missing:
         problems.append(f"missing tensors: {missing}")

@@ -39,6 +39,7 @@ class DecodeSpec:
     state_shapes: dict[str, list[int]]
     sliding_window: int | None = None
     stop_token_ids: list[int] = field(default_factory=list)
+    checkpoint: str | None = None  # where the weights came from (its tokenizer.json, if any)
 
     def host_inputs(self, position: int, length: int) -> dict[str, np.ndarray]:
         """Everything but `input_ids` for `length` tokens starting at `position`."""

@@ -9,7 +9,7 @@ from zoo.core.decode import DecodeSpec, export_decoder
 from zoo.gemma4.model import Gemma4
 
 
-def decode_spec(model: Gemma4, chunk: int = 8) -> DecodeSpec:
+def decode_spec(model: Gemma4, chunk: int = 8, checkpoint: str | None = None) -> DecodeSpec:
     config = model.config
     eos = config.eos_token_id
     return DecodeSpec(
@@ -21,11 +21,22 @@ def decode_spec(model: Gemma4, chunk: int = 8) -> DecodeSpec:
         state_shapes={name: list(shape) for name, shape in model.cache_shapes().items()},
         sliding_window=config.sliding_window,
         stop_token_ids=[eos] if isinstance(eos, int) else list(eos or []),
+        checkpoint=checkpoint,
     )
 
 
 def export_gemma4(
-    model: Gemma4, path: str | os.PathLike, *, chunk: int = 8, overwrite: bool = False
+    model: Gemma4,
+    path: str | os.PathLike,
+    *,
+    chunk: int = 8,
+    overwrite: bool = False,
+    checkpoint: str | os.PathLike | None = None,
 ) -> Path:
-    """Export a loaded Gemma 4 (see `zoo.gemma4.load_gemma4`) for greedy or sampled decode."""
-    return export_decoder(model, decode_spec(model, chunk), path, overwrite=overwrite)
+    """Export a loaded Gemma 4 (see `zoo.gemma4.load_gemma4`) for greedy or sampled decode.
+
+    `checkpoint` (the directory it was loaded from) is recorded so that `generate` can find
+    the checkpoint's tokenizer.json.
+    """
+    source = str(Path(checkpoint).resolve()) if checkpoint is not None else None
+    return export_decoder(model, decode_spec(model, chunk, source), path, overwrite=overwrite)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from zoo.core.checkpoint import load_into
+from zoo.core.checkpoint import load_into, safetensors_files
 from zoo.core.kv import KVStrategy, get_strategy
 from zoo.gemma4.config import Gemma4Config
 from zoo.gemma4.model import Gemma4
@@ -39,6 +39,7 @@ def load_gemma4(
 ) -> Gemma4:
     """A ready-to-export Gemma 4 (eval mode, float32) with the checkpoint's weights."""
     config = Gemma4Config.from_checkpoint(directory)
+    safetensors_files(directory)  # fail before building a model for a checkpoint we cannot read
     strategy = get_strategy(strategy) if isinstance(strategy, str) else strategy
     model = Gemma4(config, strategy, capacity).eval()
     # Shared-KV layers have no k/v weights; checkpoints may still carry them.

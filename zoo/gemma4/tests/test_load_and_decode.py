@@ -1,0 +1,131 @@
+"""Loading errors, the decode contract, and the command line."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+
+import pytest
+import torch
+from safetensors.torch import load_file, save_file
+
+from zoo.core.checkpoint import CheckpointError
+from zoo.core.decode import ContextFullError, Generator
+from zoo.gemma4 import UnsupportedConfig, load_gemma4
+
+from .conftest import CAPACITY
+
+PROMPT = [2, 17, 33, 91, 5]
+
+
+def copy_checkpoint(source, tmp_path):
+    target = tmp_path / "ckpt"
+    shutil.copytree(source, target)
+    return target
+
+
+def edit_config(directory, **changes):
+    path = directory / "config.json"
+    config = json.loads(path.read_text())
+    config.update(changes)
+    path.write_text(json.dumps(config))
+
+
+def test_wrong_model_type(checkpoints, tmp_path):
+    ckpt = copy_checkpoint(checkpoints["softcap"], tmp_path)
+    edit_config(ckpt, model_type="llama")
+    with pytest.raises(ValueError, match="model_type 'llama'.*Gemma 4"):
+        load_gemma4(ckpt)
+
+
+def test_unsupported_options_are_named(checkpoints, tmp_path):
+    ckpt = copy_checkpoint(checkpoints["softcap"], tmp_path)
+    edit_config(ckpt, enable_moe_block=True, num_experts=4, top_k_experts=2)
+    with pytest.raises(UnsupportedConfig, match="enable_moe_block=True"):
+        load_gemma4(ckpt)
+
+
+def test_missing_and_misshaped_tensors_are_listed(checkpoints, tmp_path):
+    ckpt = copy_checkpoint(checkpoints["softcap"], tmp_path)
+    tensors = load_file(ckpt / "model.safetensors")
+    del tensors["model.layers.0.self_attn.q_norm.weight"]
+    tensors["model.norm.weight"] = torch.zeros(3)
+    save_file(tensors, ckpt / "model.safetensors")
+    with pytest.raises(CheckpointError) as error:
+        load_gemma4(ckpt)
+    assert "missing tensors: ['layers.0.self_attn.q_norm.weight']" in str(error.value)
+    assert "model.norm.weight: (3,), expected (64,)" in str(error.value)
+
+
+def test_pickle_checkpoints_are_refused(tmp_path):
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "gemma4_text"}))
+    (tmp_path / "pytorch_model.bin").write_bytes(b"not loaded")
+    with pytest.raises(FileNotFoundError, match="pickle checkpoints are not loaded"):
+        load_gemma4(tmp_path)
+
+
+def test_not_a_checkpoint_directory(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no config.json"):
+        load_gemma4(tmp_path)
+
+
+def test_strategies_that_cannot_serve_are_refused(checkpoints):
+    with pytest.raises(ValueError, match="'host-cache' cannot serve Gemma 4"):
+        load_gemma4(checkpoints["softcap"], "host-cache")
+
+
+@pytest.fixture(scope="module")
+def generator(assets):
+    with Generator(assets["softcap", "runtime-index"]) as loaded:
+        yield loaded
+
+
+def test_sampling_is_reproducible_with_a_seed(generator):
+    first = generator.generate(PROMPT, 6, temperature=0.8, top_k=5, seed=7, stop_token_ids=[])
+    again = generator.generate(PROMPT, 6, temperature=0.8, top_k=5, seed=7, stop_token_ids=[])
+    other = generator.generate(PROMPT, 6, temperature=5.0, seed=8, stop_token_ids=[])
+    assert first == again and len(first) == 6
+    assert other != first
+
+
+def test_stop_token_ends_generation(generator):
+    greedy = generator.generate(PROMPT, 8, stop_token_ids=[])
+    stop = greedy[3]
+    stopped = generator.generate(PROMPT, 8, stop_token_ids=[stop])
+    assert stopped == greedy[: greedy.index(stop) + 1]
+
+
+def test_a_full_context_says_so(generator):
+    with pytest.raises(ContextFullError, match=f"the context holds {CAPACITY} tokens"):
+        generator.generate(PROMPT, CAPACITY, stop_token_ids=[])
+    with pytest.raises(ContextFullError):
+        generator.generate(list(range(CAPACITY + 1)), 1)
+
+
+def cli(*args, cwd=None):
+    return subprocess.run(
+        [sys.executable, "-m", "zoo.gemma4", *map(str, args)],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=600,
+    )
+
+
+def test_cli_export_then_generate_text(checkpoints, tmp_path):
+    out = tmp_path / "tiny.aimodel"
+    export = cli("export", checkpoints["kv-sharing"], out, "--context", 32, "--chunk", 4)
+    assert export.returncode == 0, export.stderr
+    assert "saved" in export.stderr and out.is_dir()
+    again = cli("export", checkpoints["kv-sharing"], out)
+    assert again.returncode == 2 and "already exists; pass overwrite=True" in again.stderr
+
+    text = cli("generate", out, "--prompt", "w2 w17 w33 w91 w5", "--max-new-tokens", 5)
+    assert text.returncode == 0, text.stderr
+    assert len(text.stdout.split()) == 5 and all(w.startswith("w") for w in text.stdout.split())
+    ids = cli("generate", out, "--prompt-ids", "2,17,33,91,5", "--max-new-tokens", 5)
+    words = [f"w{i}" for i in ids.stdout.split()]
+    assert words == text.stdout.split()  # the tokenizer maps wN <-> N
+    assert "tok/s" in ids.stderr
