@@ -27,8 +27,18 @@ def compare_records(name: str, fresh: dict, committed: dict) -> None:
             row["strategy"]: row["outcome"] for row in committed["results"]["outcomes"]
         }
         assert outcomes == committed_outcomes
-    elif name == "hybrid-states":
+    elif name in ("hybrid-states", "gemma4-states"):
         assert fresh["results"] == committed["results"]
+    elif name == "gemma4-parity":
+
+        def verdicts(record):
+            return [
+                (r["config"], r["KV strategy"], r["greedy tokens on the runtime"])
+                for r in record["results"]["rows"]
+            ]
+
+        assert verdicts(fresh) == verdicts(committed)
+        assert all(r["logits max abs error (torch)"] < 1e-4 for r in fresh["results"]["rows"])
     elif name == "runtime-crash":
         outcomes = [row["outcome"] for row in fresh["results"]["outcomes"]]
         assert outcomes == [row["outcome"] for row in committed["results"]["outcomes"]]

@@ -28,6 +28,9 @@ with warnings.catch_warnings():
     import coreai_torch
     from coreai_torch import TorchConverter
 
+# torch.export's own pytree internals warn on every export; nothing a caller can change.
+warnings.filterwarnings("ignore", message=r"`isinstance\(treespec, LeafSpec\)` is deprecated")
+
 log = logging.getLogger(__name__)
 
 METADATA_KEY = "zoo"
@@ -182,12 +185,21 @@ def _export_fn(entry: EntryPoint):
     return export_fn
 
 
+def _without_none(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _without_none(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list | tuple):
+        return [_without_none(v) for v in value]
+    return value
+
+
 def _save_atomically(program, path: Path, metadata: dict, overwrite: bool) -> None:
     staging = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent))
     try:
         fresh = staging / path.name
         asset = program.save_asset(fresh)
-        asset.update_metadata(lambda m: m.set_custom(METADATA_KEY, metadata))
+        stored = _without_none(metadata)  # the asset's metadata has no null
+        asset.update_metadata(lambda m: m.set_custom(METADATA_KEY, stored))
         if path.exists():
             if not overwrite:  # appeared while we were exporting
                 raise FileExistsError(f"{path} appeared during the export; nothing replaced")

@@ -5,6 +5,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import numpy as np
+import torch
+
 from zoo.core.decode import DecodeSpec, export_decoder
 from zoo.gemma4.model import Gemma4
 
@@ -40,3 +43,12 @@ def export_gemma4(
     """
     source = str(Path(checkpoint).resolve()) if checkpoint is not None else None
     return export_decoder(model, decode_spec(model, chunk, source), path, overwrite=overwrite)
+
+
+def torch_logits(model: Gemma4, ids: list[int]) -> torch.Tensor:
+    """Logits `[1, T, vocab]` of our model in torch eager: one chunk from position 0."""
+    spec = decode_spec(model, chunk=len(ids))
+    inputs = {"input_ids": np.array([ids], np.int32), **spec.host_inputs(0, len(ids))}
+    states = [torch.zeros(shape) for shape in spec.state_shapes.values()]
+    with torch.no_grad():
+        return model(*(torch.from_numpy(v) for v in inputs.values()), *states)

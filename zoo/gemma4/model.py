@@ -33,6 +33,7 @@ from zoo.core.layers import attend
 from zoo.gemma4.config import Gemma4Config
 
 
+# --8<-- [start:rmsnorm]
 class RMSNorm(nn.Module):
     def __init__(self, dim: int, eps: float, with_scale: bool = True) -> None:
         super().__init__()
@@ -44,6 +45,10 @@ class RMSNorm(nn.Module):
         return x * self.weight if self.weight is not None else x
 
 
+# --8<-- [end:rmsnorm]
+
+
+# --8<-- [start:rope]
 def rope_frequencies(config: Gemma4Config, layer: int) -> torch.Tensor:
     """Inverse frequencies `[head_dim / 2]` of a layer (zeros where proportional RoPE stops)."""
     head_dim = config.layer_head_dim(layer)
@@ -61,6 +66,9 @@ def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tenso
     half = x.shape[-1] // 2
     rotated_half = torch.cat([-x[..., half:], x[..., :half]], dim=-1)
     return x * cos.unsqueeze(2) + rotated_half * sin.unsqueeze(2)
+
+
+# --8<-- [end:rope]
 
 
 class Attention(nn.Module):
@@ -85,6 +93,7 @@ class Attention(nn.Module):
         self.o_proj = nn.Linear(self.heads * self.head_dim, hidden, bias=False)
         self.register_buffer("inv_freq", rope_frequencies(config, layer), persistent=False)
 
+    # --8<-- [start:attention]
     def forward(self, x, positions, mask, step, caches: dict) -> torch.Tensor:
         batch, length, _ = x.shape
         freqs = positions[..., None].float() * self.inv_freq
@@ -104,6 +113,9 @@ class Attention(nn.Module):
             values = self.strategy.write(v_cache, v, step)
         out = attend(q, keys, values, mask, scale=1.0)
         return self.o_proj(out.transpose(1, 2).reshape(batch, length, -1))
+
+
+# --8<-- [end:attention]
 
 
 class MLP(nn.Module):
@@ -138,6 +150,7 @@ class DecoderLayer(nn.Module):
             self.post_per_layer_input_norm = RMSNorm(hidden, eps)
         self.register_buffer("layer_scalar", torch.ones(1))
 
+    # --8<-- [start:layer]
     def forward(self, h, per_layer_input, positions, masks, step, caches) -> torch.Tensor:
         mask = masks["sliding"] if self.sliding else masks["full"]
         attended = self.self_attn(self.input_layernorm(h), positions, mask, step, caches)
@@ -147,6 +160,9 @@ class DecoderLayer(nn.Module):
             gate = F.gelu(self.per_layer_input_gate(h), approximate="tanh") * per_layer_input
             h = h + self.post_per_layer_input_norm(self.per_layer_projection(gate))
         return h * self.layer_scalar
+
+
+# --8<-- [end:layer]
 
 
 class Gemma4(nn.Module):
@@ -199,6 +215,7 @@ class Gemma4(nn.Module):
                 shapes[f"k_cache_{i}"] = shapes[f"v_cache_{i}"] = shape
         return shapes
 
+    # --8<-- [start:ple]
     def per_layer_inputs(self, input_ids: torch.Tensor, embeds: torch.Tensor) -> torch.Tensor:
         """PLE: a token-identity embedding plus a projection of the context embedding."""
         batch, length = input_ids.shape
@@ -207,6 +224,8 @@ class Gemma4(nn.Module):
         context = self.per_layer_model_projection(embeds) * self.config.hidden_size**-0.5
         context = self.per_layer_projection_norm(context.reshape(shape))
         return (context + identity.reshape(shape)) * 2**-0.5
+
+    # --8<-- [end:ple]
 
     def forward(self, input_ids: torch.Tensor, positions: torch.Tensor, *args: torch.Tensor):
         names = self.strategy.step_inputs
@@ -219,10 +238,12 @@ class Gemma4(nn.Module):
         for i, layer in enumerate(self.layers):
             layer_input = per_layer[:, :, i] if per_layer is not None else None
             h = layer(h, layer_input, positions, masks, step, caches)
+        # --8<-- [start:softcap]
         h = self.norm(h)
         weight = self.embed_tokens.weight if self.lm_head is None else self.lm_head.weight
         logits = F.linear(h, weight)
         if self.config.final_logit_softcapping:
             cap = self.config.final_logit_softcapping
             logits = torch.tanh(logits / cap) * cap
+        # --8<-- [end:softcap]
         return logits

@@ -60,6 +60,7 @@ def make_tiny_checkpoint(
 ) -> Path:
     """Build a random Gemma 4 with transformers and `save_pretrained` it to `directory`."""
     import torch
+    import transformers
     from transformers import (
         AutoModelForCausalLM,
         Gemma4Config,
@@ -84,6 +85,7 @@ def make_tiny_checkpoint(
     else:
         config = Gemma4TextConfig(**text)
         model = AutoModelForCausalLM.from_config(config, attn_implementation="eager")
+    transformers.utils.logging.disable_progress_bar()  # no "Writing model shards" bars
     model.eval().save_pretrained(directory)
     write_tokenizer(directory, text["vocab_size"])
     return directory

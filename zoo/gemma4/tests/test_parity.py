@@ -7,12 +7,11 @@
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 import torch
 
 from zoo.core.decode import Generator
-from zoo.gemma4 import decode_spec, load_gemma4
+from zoo.gemma4 import load_gemma4, torch_logits
 from zoo.gemma4.tiny import reference_model
 
 from .conftest import CAPACITY, CHUNK
@@ -21,22 +20,13 @@ PROMPT = [2, 17, 33, 91, 5, 77, 12, 9, 100, 3]  # 10 tokens: 2 prefill chunks of
 STRATEGIES = ["runtime-index", "input-mask-blend"]
 
 
-def eager_logits(model, ids: list[int]) -> torch.Tensor:
-    """Our model in torch eager, the whole sequence as one chunk from position 0."""
-    spec = decode_spec(model, chunk=len(ids))
-    inputs = {"input_ids": np.array([ids], np.int32), **spec.host_inputs(0, len(ids))}
-    states = [torch.zeros(shape) for shape in spec.state_shapes.values()]
-    with torch.no_grad():
-        return model(*(torch.from_numpy(v) for v in inputs.values()), *states)
-
-
 @pytest.mark.parametrize("variant", ["kv-sharing", "softcap", "multimodal"])
 def test_logits_match_transformers(checkpoints, variant):
     ours = load_gemma4(checkpoints[variant], "runtime-index", CAPACITY)
     reference = reference_model(checkpoints[variant])
     with torch.no_grad():
         want = reference(torch.tensor([PROMPT])).logits
-    got = eager_logits(ours, PROMPT)
+    got = torch_logits(ours, PROMPT)
     assert (got - want).abs().max().item() < 1e-4
 
 
@@ -45,7 +35,7 @@ def test_the_small_softcap_engages(checkpoints):
     cap = capped.config.final_logit_softcapping
     uncapped = load_gemma4(checkpoints["softcap"], "runtime-index", CAPACITY)
     uncapped.config.final_logit_softcapping = None
-    raw, soft = eager_logits(uncapped, PROMPT), eager_logits(capped, PROMPT)
+    raw, soft = torch_logits(uncapped, PROMPT), torch_logits(capped, PROMPT)
     assert raw.abs().max() > 2 * cap  # without the cap, logits go well past it
     assert soft.abs().max() < cap
     assert torch.allclose(soft, torch.tanh(raw / cap) * cap, atol=1e-6)
