@@ -1,0 +1,48 @@
+"""Qwen3.5 -> `.aimodel`: prefill + decode sharing KV caches, conv and recurrent states."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from zoo.core.decode import DecodeSpec, export_decoder
+from zoo.qwen3_5.model import Qwen3_5
+
+
+def decode_spec(model: Qwen3_5, chunk: int = 8, checkpoint: str | None = None) -> DecodeSpec:
+    eos = model.config.eos_token_id
+    return DecodeSpec(
+        model="qwen3_5",
+        strategy=model.strategy.name,
+        capacity=model.capacity,
+        chunk=chunk,
+        vocab_size=model.config.vocab_size,
+        state_shapes={name: list(shape) for name, shape in model.state_shapes().items()},
+        stop_token_ids=[eos] if isinstance(eos, int) else list(eos or []),
+        checkpoint=checkpoint,
+    )
+
+
+def export_qwen3_5(
+    model: Qwen3_5,
+    path: str | os.PathLike,
+    *,
+    chunk: int = 8,
+    overwrite: bool = False,
+    checkpoint: str | os.PathLike | None = None,
+) -> Path:
+    """Export a loaded Qwen3.5 (see `zoo.qwen3_5.load_qwen3_5`) as prefill + decode."""
+    source = str(Path(checkpoint).resolve()) if checkpoint is not None else None
+    return export_decoder(model, decode_spec(model, chunk, source), path, overwrite=overwrite)
+
+
+def torch_logits(model: Qwen3_5, ids: list[int]) -> torch.Tensor:
+    """Logits `[1, T, vocab]` of our model in torch eager: one chunk from position 0."""
+    spec = decode_spec(model, chunk=len(ids))
+    inputs = {"input_ids": np.array([ids], np.int32), **spec.host_inputs(0, len(ids))}
+    states = [torch.zeros(shape) for shape in spec.state_shapes.values()]
+    with torch.no_grad():
+        return model(*(torch.from_numpy(v) for v in inputs.values()), *states)

@@ -1,0 +1,262 @@
+"""The Qwen3.5 text decoder (hybrid GatedDeltaNet + attention), re-authored for Core AI.
+
+It computes what transformers 5.23 `Qwen3_5ForCausalLM` computes (the parity tests hold it
+to that). Three layers in four are GatedDeltaNet (linear attention with a recurrent state and
+a conv state), every fourth is full attention with a KV cache. All of those are states of the
+exported functions; one forward serves prefill (T tokens) and decode (T = 1).
+
+Qwen3.5's parts, in the order they appear below:
+- RMSNorm computes `x * rsqrt(mean(x^2) + eps) * (1 + w)` (weights start at zero); the
+  GatedDeltaNet output norm is `norm(x) * w * silu(z)` (weights start at one).
+- GatedDeltaNet: separate q/k/v (`in_proj_qkv`), gate (`in_proj_z`), beta (`in_proj_b`) and
+  decay (`in_proj_a`) projections; a depthwise causal conv (kernel 4) over q/k/v carrying its
+  last 3 inputs as the conv state; fewer key heads than value heads (q and k are repeated);
+  decay `g = -exp(A_log) * softplus(a + dt_bias)`; the gated delta rule with l2-normed q and k.
+- Attention: `q_proj` is twice as wide (query and a per-channel output gate), q/k RMSNorm
+  per head, partial RoPE on the first quarter of the head, output times `sigmoid(gate)`.
+- Text positions only: the multimodal RoPE sections all see the same position for text, so
+  the rotation is plain partial RoPE.
+- The multi-token-prediction (`mtp.*`) weights of some checkpoints are not used.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from zoo.core.deltanet import GatedDeltaRule, causal_conv
+from zoo.core.kv import KVStrategy
+from zoo.core.layers import attend
+from zoo.qwen3_5.config import Qwen3_5Config
+
+
+# --8<-- [start:norms]
+class RMSNorm(nn.Module):
+    """`x * rsqrt(mean(x^2) + eps) * (1 + w)`."""
+
+    def __init__(self, dim: int, eps: float) -> None:
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.zeros(dim))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * (1.0 + self.weight)
+
+
+class GatedRMSNorm(nn.Module):
+    """`rmsnorm(x) * w * silu(gate)`: the GatedDeltaNet output norm."""
+
+    def __init__(self, dim: int, eps: float) -> None:
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(dim))
+
+    def forward(self, x: torch.Tensor, gate: torch.Tensor) -> torch.Tensor:
+        x = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps)
+        return self.weight * x * F.silu(gate)
+
+
+# --8<-- [end:norms]
+
+
+# --8<-- [start:deltanet]
+class GatedDeltaNet(nn.Module):
+    def __init__(self, config: Qwen3_5Config, one_step_decode: bool = True) -> None:
+        super().__init__()
+        c = config
+        self.key_heads, self.value_heads = c.linear_num_key_heads, c.linear_num_value_heads
+        self.key_dim, self.value_dim = c.linear_key_head_dim, c.linear_value_head_dim
+        keys, values = self.key_heads * self.key_dim, self.value_heads * self.value_dim
+        self.in_proj_qkv = nn.Linear(c.hidden_size, 2 * keys + values, bias=False)
+        self.in_proj_z = nn.Linear(c.hidden_size, values, bias=False)
+        self.in_proj_b = nn.Linear(c.hidden_size, self.value_heads, bias=False)
+        self.in_proj_a = nn.Linear(c.hidden_size, self.value_heads, bias=False)
+        self.conv1d = nn.Conv1d(
+            c.conv_dim, c.conv_dim, c.linear_conv_kernel_dim, groups=c.conv_dim, bias=False
+        )
+        self.dt_bias = nn.Parameter(torch.ones(self.value_heads))
+        self.A_log = nn.Parameter(torch.zeros(self.value_heads))
+        self.norm = GatedRMSNorm(self.value_dim, c.rms_norm_eps)
+        self.out_proj = nn.Linear(values, c.hidden_size, bias=False)
+        self.rule = GatedDeltaRule(one_step=one_step_decode)
+
+    def forward(self, x, conv_state, recurrent_state) -> torch.Tensor:
+        batch, length, _ = x.shape
+        qkv, new_conv = causal_conv(
+            self.in_proj_qkv(x).transpose(1, 2), conv_state, self.conv1d.weight
+        )
+        conv_state.copy_(new_conv)
+        keys = self.key_heads * self.key_dim
+        q, k, v = torch.split(qkv.transpose(1, 2), [keys, keys, qkv.shape[1] - 2 * keys], -1)
+        repeat = self.value_heads // self.key_heads  # each key head serves `repeat` value heads
+        q = q.reshape(batch, length, self.key_heads, self.key_dim).repeat_interleave(repeat, 2)
+        k = k.reshape(batch, length, self.key_heads, self.key_dim).repeat_interleave(repeat, 2)
+        v = v.reshape(batch, length, self.value_heads, self.value_dim)
+        beta = torch.sigmoid(self.in_proj_b(x))
+        g = -self.A_log.exp() * F.softplus(self.in_proj_a(x) + self.dt_bias)
+        out, new_state = self.rule(
+            q.transpose(1, 2),
+            k.transpose(1, 2),
+            v.transpose(1, 2),
+            g.transpose(1, 2),
+            beta.transpose(1, 2),
+            recurrent_state,
+        )
+        recurrent_state.copy_(new_state)
+        z = self.in_proj_z(x).reshape(batch, length, self.value_heads, self.value_dim)
+        out = self.norm(out, z)  # out: [B, T, value_heads, value_dim]
+        return self.out_proj(out.reshape(batch, length, -1))
+
+
+# --8<-- [end:deltanet]
+
+
+# --8<-- [start:attention]
+class Attention(nn.Module):
+    def __init__(self, config: Qwen3_5Config, strategy: KVStrategy) -> None:
+        super().__init__()
+        self.strategy = strategy
+        self.heads, self.kv_heads = config.num_attention_heads, config.num_key_value_heads
+        self.head_dim, hidden = config.head_dim, config.hidden_size
+        self.q_proj = nn.Linear(hidden, 2 * self.heads * self.head_dim, bias=False)  # + gate
+        self.k_proj = nn.Linear(hidden, self.kv_heads * self.head_dim, bias=False)
+        self.v_proj = nn.Linear(hidden, self.kv_heads * self.head_dim, bias=False)
+        self.o_proj = nn.Linear(self.heads * self.head_dim, hidden, bias=False)
+        self.q_norm = RMSNorm(self.head_dim, config.rms_norm_eps)
+        self.k_norm = RMSNorm(self.head_dim, config.rms_norm_eps)
+        rotary, theta = config.rotary_dim, config.rope_parameters["rope_theta"]
+        inv_freq = 1.0 / theta ** (torch.arange(0, rotary, 2, dtype=torch.float32) / rotary)
+        self.register_buffer("inv_freq", inv_freq, persistent=False)
+
+    def rotate(self, x: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+        """Partial RoPE on `[B, H, T, D]`: the first `rotary_dim` channels rotate."""
+        freqs = positions[:, None, :, None].float() * self.inv_freq  # [B, 1, T, rotary/2]
+        cos, sin = torch.cat([freqs, freqs], -1).cos(), torch.cat([freqs, freqs], -1).sin()
+        rotary = cos.shape[-1]
+        x_rot, x_pass = x[..., :rotary], x[..., rotary:]
+        half = rotary // 2
+        rotated = torch.cat([-x_rot[..., half:], x_rot[..., :half]], dim=-1)
+        return torch.cat([x_rot * cos + rotated * sin, x_pass], dim=-1)
+
+    def forward(self, x, positions, step, k_cache, v_cache) -> torch.Tensor:
+        batch, length, _ = x.shape
+        query, gate = (
+            self.q_proj(x).reshape(batch, length, self.heads, 2 * self.head_dim).chunk(2, -1)
+        )
+        q = self.rotate(self.q_norm(query).transpose(1, 2), positions)
+        k = self.k_norm(self.k_proj(x).reshape(batch, length, self.kv_heads, self.head_dim))
+        k = self.rotate(k.transpose(1, 2), positions)
+        v = self.v_proj(x).reshape(batch, length, self.kv_heads, self.head_dim).transpose(1, 2)
+        keys = self.strategy.write(k_cache, k, step)
+        values = self.strategy.write(v_cache, v, step)
+        out = attend(q, keys, values, step["attn_mask"]).transpose(1, 2).reshape(batch, length, -1)
+        return self.o_proj(out * torch.sigmoid(gate.reshape(batch, length, -1)))
+
+
+# --8<-- [end:attention]
+
+
+class MLP(nn.Module):
+    def __init__(self, hidden: int, intermediate: int) -> None:
+        super().__init__()
+        self.gate_proj = nn.Linear(hidden, intermediate, bias=False)
+        self.up_proj = nn.Linear(hidden, intermediate, bias=False)
+        self.down_proj = nn.Linear(intermediate, hidden, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
+
+
+class DecoderLayer(nn.Module):
+    def __init__(
+        self, config: Qwen3_5Config, layer: int, strategy: KVStrategy, one_step_decode: bool
+    ) -> None:
+        super().__init__()
+        self.layer = layer
+        self.linear = config.layer_types[layer] == "linear_attention"
+        if self.linear:
+            self.linear_attn = GatedDeltaNet(config, one_step_decode)
+        else:
+            self.self_attn = Attention(config, strategy)
+        self.mlp = MLP(config.hidden_size, config.intermediate_size)
+        self.input_layernorm = RMSNorm(config.hidden_size, config.rms_norm_eps)
+        self.post_attention_layernorm = RMSNorm(config.hidden_size, config.rms_norm_eps)
+
+    def state_names(self) -> list[str]:
+        kinds = ("conv_state", "recurrent_state") if self.linear else ("k_cache", "v_cache")
+        return [f"{kind}_{self.layer}" for kind in kinds]
+
+    def forward(self, h, positions, step, states: dict) -> torch.Tensor:
+        first, second = (states[name] for name in self.state_names())
+        x = self.input_layernorm(h)
+        if self.linear:
+            h = h + self.linear_attn(x, first, second)
+        else:
+            h = h + self.self_attn(x, positions, step, first, second)
+        return h + self.mlp(self.post_attention_layernorm(h))
+
+
+class Qwen3_5(nn.Module):
+    """`forward(input_ids, positions, *step_inputs, *states) -> logits`.
+
+    `step_inputs` are the KV strategy's (`strategy.step_inputs`), for the attention layers;
+    `states` are `state_shapes()` in order: per layer, a conv and a recurrent state
+    (GatedDeltaNet) or a key and a value cache (attention).
+    """
+
+    def __init__(
+        self,
+        config: Qwen3_5Config,
+        strategy: KVStrategy,
+        capacity: int,
+        one_step_decode: bool = True,
+    ) -> None:
+        super().__init__()
+        if not (strategy.stateful and strategy.chunks):
+            raise ValueError(
+                f"KV strategy {strategy.name!r} cannot serve Qwen3.5: it needs a stateful "
+                "strategy that writes prefill chunks (runtime-index or input-mask-blend)"
+            )
+        self.config, self.strategy, self.capacity = config, strategy, capacity
+        self.embed_tokens = nn.Embedding(config.vocab_size, config.hidden_size)
+        self.layers = nn.ModuleList(
+            DecoderLayer(config, i, strategy, one_step_decode)
+            for i in range(config.num_hidden_layers)
+        )
+        self.norm = RMSNorm(config.hidden_size, config.rms_norm_eps)
+        self.lm_head = (
+            None
+            if config.tie_word_embeddings
+            else nn.Linear(config.hidden_size, config.vocab_size, bias=False)
+        )
+
+    def state_shapes(self) -> dict[str, tuple[int, ...]]:
+        c, shapes = self.config, {}
+        for layer in self.layers:
+            if layer.linear:
+                conv, recurrent = layer.state_names()
+                shapes[conv] = (1, c.conv_dim, c.linear_conv_kernel_dim - 1)
+                shapes[recurrent] = (
+                    1,
+                    c.linear_num_value_heads,
+                    c.linear_key_head_dim,
+                    c.linear_value_head_dim,
+                )
+            else:
+                for name in layer.state_names():
+                    shapes[name] = self.strategy.cache_shape(
+                        c.num_key_value_heads, self.capacity, c.head_dim
+                    )
+        return shapes
+
+    def forward(self, input_ids: torch.Tensor, positions: torch.Tensor, *args: torch.Tensor):
+        names = self.strategy.step_inputs
+        step = dict(zip(names, args[: len(names)], strict=True))
+        states = dict(zip(self.state_shapes(), args[len(names) :], strict=True))
+        h = self.embed_tokens(input_ids)
+        for layer in self.layers:
+            h = layer(h, positions, step, states)
+        h = self.norm(h)
+        weight = self.embed_tokens.weight if self.lm_head is None else self.lm_head.weight
+        return F.linear(h, weight)
