@@ -1,0 +1,41 @@
+"""Tiny checkpoints and exported assets, built once per test session."""
+
+from __future__ import annotations
+
+import pytest
+
+from zoo.qwen3_5 import export_qwen3_5, load_qwen3_5
+from zoo.qwen3_5.tiny import make_tiny_checkpoint
+
+CAPACITY, CHUNK = 64, 4
+
+
+@pytest.fixture(scope="session")
+def checkpoints(tmp_path_factory) -> dict:
+    root = tmp_path_factory.mktemp("qwen3_5-checkpoints")
+    return {
+        "4-layer": make_tiny_checkpoint(root / "4-layer"),
+        "8-layer": make_tiny_checkpoint(root / "8-layer", seed=1, layers=8),
+        "multimodal": make_tiny_checkpoint(root / "multimodal", multimodal=True),
+    }
+
+
+@pytest.fixture(scope="session")
+def assets(checkpoints, tmp_path_factory) -> dict:
+    """(variant, strategy) -> an exported .aimodel, exported on first use."""
+    root = tmp_path_factory.mktemp("qwen3_5-assets")
+
+    class Assets(dict):
+        def __missing__(self, key):
+            variant, strategy = key
+            model = load_qwen3_5(checkpoints[variant], strategy, CAPACITY)
+            path = export_qwen3_5(
+                model,
+                root / f"{variant}-{strategy}.aimodel",
+                chunk=CHUNK,
+                checkpoint=checkpoints[variant],
+            )
+            self[key] = path
+            return path
+
+    return Assets()
