@@ -56,8 +56,28 @@ _MAC_GPU_KV_WRITE = {
     "index-put": "not reported",
 }
 
+TOY_HYBRID_SEED = (
+    "reported in apple/coreai-torch#2 (coreai-torch 0.4.0, macOS 27.0 beta 26A5353q, "
+    "M1 Max): MPSGraph null dereference in mlir::FloatType::getWidth() at the first execute"
+)
+
+# (NDELTA, context) -> outcome on the Linux CPU runtime
+LINUX_TOY_HYBRID: dict[str, str] = {
+    f"{n}/{context}": RAN_EXACT for n in (1, 2, 3) for context in ("dynamic", "static")
+}
+
+_MAC_GPU_TOY_HYBRID = {
+    "1/dynamic": "runs (exit 0; an ANE compile failure is logged first)",
+    "2/dynamic": "crashed (EXC_BAD_ACCESS in MPSGraph)",
+    "3/dynamic": "crashes for 2+ layers (N = 3 not listed)",
+    "1/static": "runs (the repro's STATIC=1 note)",
+    "2/static": "runs (the repro's STATIC=1 note)",
+    "3/static": "runs (the repro's STATIC=1 note)",
+}
+
 REPORTED = {
     "kv-write-mac-gpu": Reported("Mac GPU, macOS 27 beta", KV_WRITE_SEED, _MAC_GPU_KV_WRITE),
+    "toy-hybrid-mac-gpu": Reported("Mac GPU, macOS 27 beta", TOY_HYBRID_SEED, _MAC_GPU_TOY_HYBRID),
 }
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+import importlib.util
 import json
 import os
 import runpy
@@ -109,7 +110,11 @@ def run_isolated(
         call.write_text(json.dumps({"target": target, "args": args, "kwargs": kwargs}))
         command = [sys.executable, "-m", "zoo.core.isolate", str(call), str(result)]
         outcome = _run(command, timeout, env)
-        if outcome.status in (OK, ERROR) and result.exists():
+        if outcome.status == CRASHED and result.exists():
+            # The callable returned, then the process died (e.g. while shutting down).
+            outcome.result = json.loads(result.read_text()).get("result")
+            outcome.detail = "the callable returned; the process died afterwards"
+        elif outcome.status in (OK, ERROR) and result.exists():
             reply = json.loads(result.read_text())
             outcome.status = reply["status"]
             outcome.result = reply.get("result")
@@ -191,7 +196,7 @@ def _locate(function: Callable[..., Any]) -> dict:
             "process finds it again by module and name"
         )
     module = function.__module__
-    if module not in ("__main__", None) and not module.startswith("__"):
+    if module and not module.startswith("__") and _importable(module):
         return {"module": module, "qualname": qualname}
     filename = function.__code__.co_filename
     if not Path(filename).is_file():
@@ -200,6 +205,14 @@ def _locate(function: Callable[..., Any]) -> dict:
             f"defined in {filename!r}, not in an importable module or a .py file"
         )
     return {"file": str(Path(filename).resolve()), "qualname": qualname}
+
+
+def _importable(module: str) -> bool:
+    """Can a fresh process import `module` by name? (Not so for a file loaded by path.)"""
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
 
 
 def _resolve(target: dict) -> Callable[..., Any]:

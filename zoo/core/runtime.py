@@ -15,6 +15,7 @@ Platforms:
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import threading
 from collections.abc import Mapping
@@ -142,12 +143,23 @@ class Model:
         return self._functions[name]
 
     def close(self) -> None:
+        """Release the runtime objects in order: functions, model, then compiled artifact.
+
+        Left to the interpreter's exit, the runtime's objects can be destroyed after the
+        compiled artifact they point into, and the process aborts (SIGABRT, "C++ exception
+        handling detected but the Swift runtime was compiled with exceptions disabled").
+        """
         if self._model is None:
             return
+        for function in self._functions.values():
+            function._function = None
         self._functions.clear()
         self._model = None
+        gc.collect()
         if self._context is not None:
             self._loop.run(self._context.__aexit__(None, None, None))
+            self._context = None
+        gc.collect()
         self._loop.stop()
 
     def __enter__(self) -> Model:
@@ -220,6 +232,8 @@ class Function:
                     "can write it back; create states with fn.new_states()"
                 )
             _check_array(self.name, "state", name, value, *self.states[name])
+        if self._function is None:
+            raise RuntimeError(f"{self.model.path} was closed; load it again")
         outputs = self.model._loop.run(self._function(inputs=arrays, state=states))
         return {name: np.array(value.numpy()) for name, value in outputs.items()}
 

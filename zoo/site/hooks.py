@@ -83,21 +83,21 @@ def render_marker(kind: str, args: list[str], records_dir: Path, page: str) -> s
 
 
 def outcome_table(record: dict, key: str, reported_name: str) -> str:
-    """Formulation | shapes | state | measured outcome here | reported outcome elsewhere."""
+    """The measured rows, with the outcome others reported for each cell beside them.
+
+    A row names its cell with `key` (or `strategy`); `outcome` is what ran here.
+    """
     from zoo.core.expected import REPORTED
 
     reported = REPORTED[reported_name]
     platform = record["provenance"]["platform"]
-    rows = [
-        {
-            "formulation": row["formulation"],
-            "shapes": row["shapes"],
-            "state": row["state"],
-            f"{platform} CPU runtime (measured)": _mark(row["outcome"]),
-            f"{reported.platform} (reported[^reported])": _mark(reported.outcomes[row["strategy"]]),
-        }
-        for row in record["results"][key]
-    ]
+    rows = []
+    for row in record["results"][key]:
+        cell = row.get("key", row.get("strategy"))
+        shown = {k: v for k, v in row.items() if k not in ("key", "strategy", "seconds")}
+        shown[f"{platform} CPU runtime (measured)"] = _mark(shown.pop("outcome"))
+        shown[f"{reported.platform} (reported[^reported])"] = _mark(reported.outcomes[cell])
+        rows.append(shown)
     return (
         markdown_table(rows) + f"\n\n[^reported]: Not measured by this project: {reported.source}."
     )
