@@ -70,19 +70,9 @@ for row in state_table:
 # --8<-- [end:states]
 
 # --8<-- [start:cli]
-import shlex
-import subprocess
-import sys
-
-
-def run(command: str) -> str:
-    """Run a command as a reader types it (`python` is this interpreter)."""
-    args = shlex.split(command)
-    args[0] = sys.executable if args[0] == "python" else args[0]
-    done = subprocess.run(args, capture_output=True, text=True, check=True)
-    print(done.stderr, end="")  # progress and timings
-    return done.stdout  # the generated text
-
+from zoo.core.cli import (
+    run_command as run,
+)  # runs a command line, like a shell
 
 run(
     "python -m zoo.gemma4 export tiny-gemma4 tiny-cli.aimodel"
@@ -95,6 +85,8 @@ text = run(
 print(text)
 assert len(text.split()) == 8
 # --8<-- [end:cli]
+
+import sys
 
 if __name__ == "__main__" and "--record" in sys.argv:
     from zoo.core.records import write_record

@@ -12,7 +12,10 @@ from zoo.site.harness import ROOT
 
 SNIPPETS = sorted((ROOT / "snippets").glob("*.py"))
 # what `python snippets/X.py --record DIR` writes (benchmarks take extra arguments)
-RECORD_OF = {script: name for name, (script, extra) in GENERATORS.items() if not extra}
+RECORDS_OF: dict[str, list[str]] = {}
+for name, (script, extra) in GENERATORS.items():
+    if not extra:
+        RECORDS_OF.setdefault(script, []).append(name)
 
 
 def compare_records(name: str, fresh: dict, committed: dict) -> None:
@@ -27,9 +30,9 @@ def compare_records(name: str, fresh: dict, committed: dict) -> None:
             row["strategy"]: row["outcome"] for row in committed["results"]["outcomes"]
         }
         assert outcomes == committed_outcomes
-    elif name in ("hybrid-states", "gemma4-states"):
+    elif name in ("hybrid-states", "gemma4-states", "qwen3_5-states"):
         assert fresh["results"] == committed["results"]
-    elif name == "gemma4-parity":
+    elif name in ("gemma4-parity", "qwen3_5-parity"):
 
         def verdicts(record):
             return [
@@ -58,11 +61,10 @@ def compare_records(name: str, fresh: dict, committed: dict) -> None:
 @pytest.mark.parametrize("snippet", SNIPPETS, ids=lambda p: p.name)
 def test_snippet_runs(snippet, tmp_path):
     relative = f"snippets/{snippet.name}"
-    args = ["--record", str(tmp_path / "records")] if relative in RECORD_OF else []
+    args = ["--record", str(tmp_path / "records")] if relative in RECORDS_OF else []
     outcome = run_script(snippet, args, cwd=tmp_path, timeout=600)
     assert outcome.ok, f"python {relative}: {outcome.summary()}\n{outcome.stderr_tail}"
-    if relative in RECORD_OF:
-        name = RECORD_OF[relative]
+    for name in RECORDS_OF.get(relative, []):
         fresh = json.loads((tmp_path / "records" / f"{name}.json").read_text())
         committed = json.loads((RECORDS_DIR / f"{name}.json").read_text())
         compare_records(name, fresh, committed)

@@ -14,6 +14,23 @@ from zoo.core.kv import STRATEGIES
 from zoo.core.runtime import COMPUTE_UNITS
 
 
+def run_command(command: str) -> str:
+    """Run a command line as a reader types it (`python` is this interpreter).
+
+    Progress (stderr) is printed; the command's stdout is returned. Fails loudly.
+    """
+    import shlex
+    import subprocess
+
+    args = shlex.split(command)
+    args[0] = sys.executable if args[0] == "python" else args[0]
+    done = subprocess.run(args, capture_output=True, text=True)
+    print(done.stderr, end="")
+    if done.returncode != 0:
+        raise RuntimeError(f"`{command}` exited with {done.returncode}")
+    return done.stdout
+
+
 def say(message: str) -> None:
     """Progress goes to stderr, so stdout carries only the generated text or ids."""
     print(message, file=sys.stderr, flush=True)

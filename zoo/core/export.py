@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import shutil
 import tempfile
 import time
@@ -152,6 +153,16 @@ def read_metadata(path: str | os.PathLike) -> dict:
     if METADATA_KEY not in custom:
         raise KeyError(f"{path} was not exported by zoo.core.export (no {METADATA_KEY!r} key)")
     return custom[METADATA_KEY]
+
+
+def program_text(path: str | os.PathLike) -> dict[str, str]:
+    """The Core AI IR of each function of an asset, as text (to look for ops in it)."""
+    from coreai.authoring.asset import AIModelAsset
+
+    text = str(AIModelAsset.load(Path(path)).program)
+    starts = [(m.start(), m.group(1)) for m in re.finditer(r"coreai\.graph @(\w+)", text)]
+    ends = [start for start, _ in starts[1:]] + [len(text)]
+    return {name: text[start:end] for (start, name), end in zip(starts, ends, strict=True)}
 
 
 def _check_destination(path: Path, overwrite: bool) -> Path:
