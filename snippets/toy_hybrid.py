@@ -185,7 +185,12 @@ def run_matrix() -> list[dict]:
         for static in (False, True):
             outcome = cached_call(
                 lambda n=ndelta, s=static: run_isolated(run_toy, n, s),
-                [Path(__file__), "run_toy", ndelta, static],
+                [
+                    Path(run_toy.__code__.co_filename),
+                    "run_toy",
+                    ndelta,
+                    static,
+                ],
             )
             error = (outcome.result or {}).get("relative_error")
             ran = outcome.ok and error is not None and error < 1e-5

@@ -27,6 +27,7 @@ def _l2norm(x: torch.Tensor) -> torch.Tensor:
     return x * torch.rsqrt((x * x).sum(dim=-1, keepdim=True) + 1e-6)
 
 
+# --8<-- [start:step]
 def gated_delta_step(q, k, v, g, beta, state) -> tuple[torch.Tensor, torch.Tensor]:
     """One token of the gated delta rule, loop-free (T must be 1)."""
     q = _l2norm(q.float()) * q.shape[-1] ** -0.5
@@ -39,6 +40,9 @@ def gated_delta_step(q, k, v, g, beta, state) -> tuple[torch.Tensor, torch.Tenso
     state = state + k_t * delta
     out = (state * q_t).sum(dim=-2)  # [B, H, Dv]
     return out.unsqueeze(1), state
+
+
+# --8<-- [end:step]
 
 
 class GatedDeltaRule(nn.Module):
