@@ -11,6 +11,7 @@ from pathlib import Path
 import torch
 
 from zoo.core.decode import Generator
+from zoo.core.reference import greedy_reference
 from zoo.gemma4 import export_gemma4, load_gemma4, torch_logits
 from zoo.gemma4.tiny import make_tiny_checkpoint, reference_model
 
@@ -30,13 +31,7 @@ def parity(variant: str, strategy: str, workdir: Path) -> dict:
     )
     with Generator(asset) as generator:
         got = generator.generate(PROMPT, 8, stop_token_ids=[])
-    want = reference.generate(
-        torch.tensor([PROMPT]),
-        max_new_tokens=8,
-        do_sample=False,
-        eos_token_id=None,
-        pad_token_id=0,
-    )[0, len(PROMPT) :].tolist()
+    want = greedy_reference(reference, PROMPT)
     same = sum(a == b for a, b in zip(got, want, strict=True))
     return {
         "config": variant,

@@ -37,18 +37,12 @@ print(tokens)
 # --8<-- [end:generate]
 
 # --8<-- [start:compare]
-import torch
 
+from zoo.core.reference import greedy_reference
 from zoo.gemma4.tiny import reference_model
 
 reference = reference_model(checkpoint)  # transformers' Gemma4ForCausalLM
-expected = reference.generate(
-    torch.tensor([prompt]),
-    max_new_tokens=8,
-    do_sample=False,
-    eos_token_id=None,
-    pad_token_id=0,
-)[0, len(prompt) :].tolist()
+expected = greedy_reference(reference, prompt)
 assert tokens == expected, (tokens, expected)
 print("8/8 greedy tokens identical to transformers")
 # --8<-- [end:compare]

@@ -30,23 +30,14 @@ asset = export_qwen3_5(
 import torch
 
 from zoo.core.decode import Generator
+from zoo.core.reference import greedy_reference
 from zoo.qwen3_5.tiny import reference_model
 
 prompt = [2, 17, 33, 91, 5, 77, 12, 9, 100, 3]  # 2 prefill chunks + 2 steps
 with Generator(asset) as generator:
     tokens = generator.generate(prompt, max_new_tokens=8, stop_token_ids=[])
 
-expected = (
-    reference_model(checkpoint)
-    .generate(
-        torch.tensor([prompt]),
-        max_new_tokens=8,
-        do_sample=False,
-        eos_token_id=None,
-        pad_token_id=0,
-    )[0, len(prompt) :]
-    .tolist()
-)
+expected = greedy_reference(reference_model(checkpoint), prompt)
 assert tokens == expected, (tokens, expected)
 print(tokens, "8/8 identical to transformers")
 # --8<-- [end:generate]
@@ -107,13 +98,7 @@ def parity_rows() -> list[dict]:
         reference = reference_model(directory)
         with torch.no_grad():
             want_logits = reference(torch.tensor([prompt])).logits
-        want = reference.generate(
-            torch.tensor([prompt]),
-            max_new_tokens=8,
-            do_sample=False,
-            eos_token_id=None,
-            pad_token_id=0,
-        )[0, len(prompt) :].tolist()
+        want = greedy_reference(reference, prompt)
         for strategy in ("runtime-index", "input-mask-blend"):
             ours = load_qwen3_5(directory, strategy, capacity=64)
             error = (

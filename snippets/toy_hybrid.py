@@ -21,10 +21,10 @@ import torch
 from torch import nn
 
 from zoo.core.export import export
-from zoo.core.layers import attend
+from zoo.core.layers import GatedMLP, attend
 from zoo.core.runtime import Model
 from zoo.qwen3_5.config import Qwen3_5Config
-from zoo.qwen3_5.model import MLP, GatedDeltaNet, RMSNorm
+from zoo.qwen3_5.model import GatedDeltaNet, RMSNorm
 
 CHUNK, CAPACITY, CONTEXT = 12, 64, 20  # query tokens, cache size, context
 CONFIG = Qwen3_5Config(
@@ -53,7 +53,10 @@ class ToyHybrid(nn.Module):
         self.embed = nn.Embedding(c.vocab_size, c.hidden_size)
         self.deltas = nn.ModuleList(GatedDeltaNet(c) for _ in range(ndelta))
         self.mlps = nn.ModuleList(
-            MLP(c.hidden_size, c.intermediate_size) for _ in range(ndelta + 1)
+            GatedMLP(
+                c.hidden_size, c.intermediate_size, torch.nn.functional.silu
+            )
+            for _ in range(ndelta + 1)
         )
         self.norms = nn.ModuleList(
             RMSNorm(c.hidden_size, c.rms_norm_eps)

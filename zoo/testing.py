@@ -17,6 +17,22 @@ from zoo.core.provenance import describe, provenance
 CACHE_ENV = "ZOO_RESULT_CACHE"
 
 
+class ExportedAssets(dict):
+    """`(variant, strategy) -> asset`, exported on first use and kept for the session.
+
+    `export(variant, strategy, path)` writes the asset at `path`.
+    """
+
+    def __init__(self, directory, export) -> None:
+        super().__init__()
+        self.directory, self.export = directory, export
+
+    def __missing__(self, key):
+        variant, strategy = key
+        self[key] = self.export(variant, strategy, self.directory / f"{variant}-{strategy}.aimodel")
+        return self[key]
+
+
 def pytest_configure(config) -> None:
     if CACHE_ENV not in os.environ:
         os.environ[CACHE_ENV] = tempfile.mkdtemp(prefix="zoo-results-")

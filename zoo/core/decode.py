@@ -84,6 +84,37 @@ def export_decoder(
     )
 
 
+def decoder_spec(
+    model: torch.nn.Module,
+    name: str,
+    chunk: int,
+    checkpoint: str | None,
+    sliding_window: int | None = None,
+) -> DecodeSpec:
+    """The spec of a zoo decoder: `model` has `strategy`, `capacity`, `config` and
+    `state_shapes()`."""
+    eos = model.config.eos_token_id
+    return DecodeSpec(
+        model=name,
+        strategy=model.strategy.name,
+        capacity=model.capacity,
+        chunk=chunk,
+        vocab_size=model.config.vocab_size,
+        state_shapes={n: list(shape) for n, shape in model.state_shapes().items()},
+        sliding_window=sliding_window,
+        stop_token_ids=[eos] if isinstance(eos, int) else list(eos or []),
+        checkpoint=checkpoint,
+    )
+
+
+def eager_logits(model: torch.nn.Module, spec: DecodeSpec, ids: list[int]) -> torch.Tensor:
+    """Logits `[1, T, vocab]` of a decoder in torch eager: `ids` as one chunk from 0."""
+    inputs = {"input_ids": np.array([ids], np.int32), **spec.host_inputs(0, len(ids))}
+    states = [torch.zeros(shape) for shape in spec.state_shapes.values()]
+    with torch.no_grad():
+        return model(*(torch.from_numpy(v) for v in inputs.values()), *states)
+
+
 def sample(
     logits: np.ndarray, temperature: float, top_k: int | None, rng: np.random.Generator
 ) -> int:

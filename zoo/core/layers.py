@@ -31,3 +31,17 @@ def attend(
     if mask is not None:
         scores = scores + mask
     return torch.matmul(torch.softmax(scores, dim=-1), v)
+
+
+class GatedMLP(torch.nn.Module):
+    """`down(act(gate(x)) * up(x))`: the MLP of Gemma (gelu-tanh) and Qwen (silu)."""
+
+    def __init__(self, hidden: int, intermediate: int, activation) -> None:
+        super().__init__()
+        self.activation = activation
+        self.gate_proj = torch.nn.Linear(hidden, intermediate, bias=False)
+        self.up_proj = torch.nn.Linear(hidden, intermediate, bias=False)
+        self.down_proj = torch.nn.Linear(intermediate, hidden, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.down_proj(self.activation(self.gate_proj(x)) * self.up_proj(x))

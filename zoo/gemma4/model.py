@@ -29,7 +29,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from zoo.core.kv import KVStrategy
-from zoo.core.layers import attend
+from zoo.core.layers import GatedMLP, attend
 from zoo.gemma4.config import Gemma4Config
 
 
@@ -118,16 +118,8 @@ class Attention(nn.Module):
 # --8<-- [end:attention]
 
 
-class MLP(nn.Module):
-    def __init__(self, hidden: int, intermediate: int) -> None:
-        super().__init__()
-        self.gate_proj = nn.Linear(hidden, intermediate, bias=False)
-        self.up_proj = nn.Linear(hidden, intermediate, bias=False)
-        self.down_proj = nn.Linear(intermediate, hidden, bias=False)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        gate = F.gelu(self.gate_proj(x), approximate="tanh")
-        return self.down_proj(gate * self.up_proj(x))
+def gelu_tanh(x: torch.Tensor) -> torch.Tensor:
+    return F.gelu(x, approximate="tanh")
 
 
 class DecoderLayer(nn.Module):
@@ -138,7 +130,7 @@ class DecoderLayer(nn.Module):
         self.self_attn = Attention(config, layer, strategy)
         shared = config.kv_sharing_modes()[layer] == "reuse"
         wide = 2 if config.use_double_wide_mlp and shared else 1
-        self.mlp = MLP(hidden, config.intermediate_size * wide)
+        self.mlp = GatedMLP(hidden, config.intermediate_size * wide, gelu_tanh)
         self.input_layernorm = RMSNorm(hidden, eps)
         self.post_attention_layernorm = RMSNorm(hidden, eps)
         self.pre_feedforward_layernorm = RMSNorm(hidden, eps)
@@ -157,7 +149,7 @@ class DecoderLayer(nn.Module):
         h = h + self.post_attention_layernorm(attended)
         h = h + self.post_feedforward_layernorm(self.mlp(self.pre_feedforward_layernorm(h)))
         if self.ple_dim:
-            gate = F.gelu(self.per_layer_input_gate(h), approximate="tanh") * per_layer_input
+            gate = gelu_tanh(self.per_layer_input_gate(h)) * per_layer_input
             h = h + self.post_per_layer_input_norm(self.per_layer_projection(gate))
         return h * self.layer_scalar
 
@@ -170,7 +162,7 @@ class Gemma4(nn.Module):
 
     `step_inputs` are the KV strategy's (`strategy.step_inputs`: write index or mask, and
     `attn_mask` for full layers); `sliding_mask` masks the sliding-window layers; `caches`
-    are `cache_names()` in order, the states of the exported functions.
+    are `state_shapes()` in order, the states of the exported functions.
     """
 
     def __init__(self, config: Gemma4Config, strategy: KVStrategy, capacity: int) -> None:
@@ -196,15 +188,8 @@ class Gemma4(nn.Module):
             self.per_layer_model_projection = nn.Linear(hidden, layers * self.ple_dim, bias=False)
             self.per_layer_projection_norm = RMSNorm(self.ple_dim, config.rms_norm_eps)
 
-    def cache_names(self) -> list[str]:
-        return [
-            f"{kind}_cache_{i}"
-            for i, layer in enumerate(self.layers)
-            if not layer.self_attn.reuses_kv
-            for kind in ("k", "v")
-        ]
-
-    def cache_shapes(self) -> dict[str, tuple[int, ...]]:
+    def state_shapes(self) -> dict[str, tuple[int, ...]]:
+        """The exported functions' states: a key and a value cache per layer with own KV."""
         shapes = {}
         for i, layer in enumerate(self.layers):
             attention = layer.self_attn
@@ -231,7 +216,7 @@ class Gemma4(nn.Module):
         names = self.strategy.step_inputs
         step = dict(zip(names, args[: len(names)], strict=True))
         masks = {"full": step["attn_mask"], "sliding": args[len(names)]}
-        caches = dict(zip(self.cache_names(), args[len(names) + 1 :], strict=True))
+        caches = dict(zip(self.state_shapes(), args[len(names) + 1 :], strict=True))
 
         h = self.embed_tokens(input_ids) * self.config.hidden_size**0.5
         per_layer = self.per_layer_inputs(input_ids, h) if self.ple_dim else None

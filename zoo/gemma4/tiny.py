@@ -6,8 +6,9 @@ the code that loads them is the code that loads google/gemma-4-*. Needs `transfo
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
+
+from zoo.core.reference import load_reference
 
 TEXT = dict(
     vocab_size=128,
@@ -93,9 +94,4 @@ def make_tiny_checkpoint(
 
 def reference_model(directory: str | Path):
     """The transformers model of a checkpoint directory, for parity checks."""
-    from transformers import AutoModelForCausalLM, Gemma4ForConditionalGeneration
-
-    config = json.loads((Path(directory) / "config.json").read_text())
-    multimodal = config.get("model_type") == "gemma4"
-    cls = Gemma4ForConditionalGeneration if multimodal else AutoModelForCausalLM
-    return cls.from_pretrained(directory, attn_implementation="eager").eval()
+    return load_reference(directory, "gemma4", "Gemma4ForConditionalGeneration")

@@ -5,25 +5,14 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import numpy as np
 import torch
 
-from zoo.core.decode import DecodeSpec, export_decoder
+from zoo.core.decode import DecodeSpec, decoder_spec, eager_logits, export_decoder
 from zoo.qwen3_5.model import Qwen3_5
 
 
 def decode_spec(model: Qwen3_5, chunk: int = 8, checkpoint: str | None = None) -> DecodeSpec:
-    eos = model.config.eos_token_id
-    return DecodeSpec(
-        model="qwen3_5",
-        strategy=model.strategy.name,
-        capacity=model.capacity,
-        chunk=chunk,
-        vocab_size=model.config.vocab_size,
-        state_shapes={name: list(shape) for name, shape in model.state_shapes().items()},
-        stop_token_ids=[eos] if isinstance(eos, int) else list(eos or []),
-        checkpoint=checkpoint,
-    )
+    return decoder_spec(model, "qwen3_5", chunk, checkpoint)
 
 
 def export_qwen3_5(
@@ -41,8 +30,4 @@ def export_qwen3_5(
 
 def torch_logits(model: Qwen3_5, ids: list[int]) -> torch.Tensor:
     """Logits `[1, T, vocab]` of our model in torch eager: one chunk from position 0."""
-    spec = decode_spec(model, chunk=len(ids))
-    inputs = {"input_ids": np.array([ids], np.int32), **spec.host_inputs(0, len(ids))}
-    states = [torch.zeros(shape) for shape in spec.state_shapes.values()]
-    with torch.no_grad():
-        return model(*(torch.from_numpy(v) for v in inputs.values()), *states)
+    return eager_logits(model, decode_spec(model, chunk=len(ids)), ids)

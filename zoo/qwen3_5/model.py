@@ -27,7 +27,7 @@ from torch import nn
 
 from zoo.core.deltanet import GatedDeltaRule, causal_conv
 from zoo.core.kv import KVStrategy
-from zoo.core.layers import attend
+from zoo.core.layers import GatedMLP, attend
 from zoo.qwen3_5.config import Qwen3_5Config
 
 
@@ -157,17 +157,6 @@ class Attention(nn.Module):
 # --8<-- [end:attention]
 
 
-class MLP(nn.Module):
-    def __init__(self, hidden: int, intermediate: int) -> None:
-        super().__init__()
-        self.gate_proj = nn.Linear(hidden, intermediate, bias=False)
-        self.up_proj = nn.Linear(hidden, intermediate, bias=False)
-        self.down_proj = nn.Linear(intermediate, hidden, bias=False)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
-
-
 class DecoderLayer(nn.Module):
     def __init__(
         self, config: Qwen3_5Config, layer: int, strategy: KVStrategy, one_step_decode: bool
@@ -179,7 +168,7 @@ class DecoderLayer(nn.Module):
             self.linear_attn = GatedDeltaNet(config, one_step_decode)
         else:
             self.self_attn = Attention(config, strategy)
-        self.mlp = MLP(config.hidden_size, config.intermediate_size)
+        self.mlp = GatedMLP(config.hidden_size, config.intermediate_size, F.silu)
         self.input_layernorm = RMSNorm(config.hidden_size, config.rms_norm_eps)
         self.post_attention_layernorm = RMSNorm(config.hidden_size, config.rms_norm_eps)
 

@@ -6,9 +6,9 @@ loads them is the code that loads Qwen/Qwen3.5-*. Needs `transformers`.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
+from zoo.core.reference import load_reference
 from zoo.gemma4.tiny import write_tokenizer
 
 TEXT = dict(
@@ -72,9 +72,4 @@ def make_tiny_checkpoint(
 
 def reference_model(directory: str | Path):
     """The transformers model of a checkpoint directory, for parity checks."""
-    from transformers import AutoModelForCausalLM, Qwen3_5ForConditionalGeneration
-
-    config = json.loads((Path(directory) / "config.json").read_text())
-    multimodal = config.get("model_type") == "qwen3_5"
-    cls = Qwen3_5ForConditionalGeneration if multimodal else AutoModelForCausalLM
-    return cls.from_pretrained(directory, attn_implementation="eager").eval()
+    return load_reference(directory, "qwen3_5", "Qwen3_5ForConditionalGeneration")

@@ -6,6 +6,7 @@ import pytest
 
 from zoo.gemma4 import export_gemma4, load_gemma4
 from zoo.gemma4.tiny import make_tiny_checkpoint
+from zoo.testing import ExportedAssets
 
 CAPACITY, CHUNK = 64, 4
 
@@ -21,22 +22,11 @@ def checkpoints(tmp_path_factory) -> dict:
 
 
 @pytest.fixture(scope="session")
-def assets(checkpoints, tmp_path_factory) -> dict:
+def assets(checkpoints, tmp_path_factory) -> ExportedAssets:
     """(variant, strategy) -> an exported .aimodel, exported on first use."""
-    root = tmp_path_factory.mktemp("gemma4-assets")
-    cache: dict = {}
 
-    class Assets(dict):
-        def __missing__(self, key):
-            variant, strategy = key
-            model = load_gemma4(checkpoints[variant], strategy, CAPACITY)
-            path = export_gemma4(
-                model,
-                root / f"{variant}-{strategy}.aimodel",
-                chunk=CHUNK,
-                checkpoint=checkpoints[variant],
-            )
-            self[key] = path
-            return path
+    def export(variant, strategy, path):
+        model = load_gemma4(checkpoints[variant], strategy, CAPACITY)
+        return export_gemma4(model, path, chunk=CHUNK, checkpoint=checkpoints[variant])
 
-    return Assets(cache)
+    return ExportedAssets(tmp_path_factory.mktemp("gemma4-assets"), export)

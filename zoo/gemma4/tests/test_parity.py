@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from zoo.core.decode import Generator
+from zoo.core.reference import greedy_reference
 from zoo.gemma4 import load_gemma4, torch_logits
 from zoo.gemma4.tiny import reference_model
 
@@ -45,13 +46,7 @@ def test_the_small_softcap_engages(checkpoints):
 @pytest.mark.parametrize("variant", ["kv-sharing", "softcap"])
 def test_greedy_tokens_on_the_runtime_match_transformers(checkpoints, assets, variant, strategy):
     reference = reference_model(checkpoints[variant])
-    want = reference.generate(
-        torch.tensor([PROMPT]),
-        max_new_tokens=8,
-        do_sample=False,
-        eos_token_id=None,
-        pad_token_id=0,
-    )[0, len(PROMPT) :].tolist()
+    want = greedy_reference(reference, PROMPT)
     with Generator(assets[variant, strategy]) as generator:
         got = generator.generate(PROMPT, 8, stop_token_ids=[])
     assert len(PROMPT) > CHUNK

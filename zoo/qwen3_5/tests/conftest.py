@@ -6,6 +6,7 @@ import pytest
 
 from zoo.qwen3_5 import export_qwen3_5, load_qwen3_5
 from zoo.qwen3_5.tiny import make_tiny_checkpoint
+from zoo.testing import ExportedAssets
 
 CAPACITY, CHUNK = 64, 4
 
@@ -21,21 +22,11 @@ def checkpoints(tmp_path_factory) -> dict:
 
 
 @pytest.fixture(scope="session")
-def assets(checkpoints, tmp_path_factory) -> dict:
+def assets(checkpoints, tmp_path_factory) -> ExportedAssets:
     """(variant, strategy) -> an exported .aimodel, exported on first use."""
-    root = tmp_path_factory.mktemp("qwen3_5-assets")
 
-    class Assets(dict):
-        def __missing__(self, key):
-            variant, strategy = key
-            model = load_qwen3_5(checkpoints[variant], strategy, CAPACITY)
-            path = export_qwen3_5(
-                model,
-                root / f"{variant}-{strategy}.aimodel",
-                chunk=CHUNK,
-                checkpoint=checkpoints[variant],
-            )
-            self[key] = path
-            return path
+    def export(variant, strategy, path):
+        model = load_qwen3_5(checkpoints[variant], strategy, CAPACITY)
+        return export_qwen3_5(model, path, chunk=CHUNK, checkpoint=checkpoints[variant])
 
-    return Assets()
+    return ExportedAssets(tmp_path_factory.mktemp("qwen3_5-assets"), export)

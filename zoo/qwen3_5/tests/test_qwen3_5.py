@@ -18,6 +18,7 @@ from safetensors.torch import load_file, save_file
 
 from zoo.core.checkpoint import CheckpointError
 from zoo.core.decode import ContextFullError, Generator
+from zoo.core.reference import greedy_reference
 from zoo.qwen3_5 import UnsupportedConfig, load_qwen3_5, torch_logits
 from zoo.qwen3_5.tiny import reference_model
 
@@ -37,17 +38,7 @@ def test_logits_match_transformers(checkpoints, variant):
 @pytest.mark.parametrize("strategy", ["runtime-index", "input-mask-blend"])
 @pytest.mark.parametrize("variant", ["4-layer", "8-layer"])
 def test_greedy_tokens_on_the_runtime_match_transformers(checkpoints, assets, variant, strategy):
-    want = (
-        reference_model(checkpoints[variant])
-        .generate(
-            torch.tensor([PROMPT]),
-            max_new_tokens=8,
-            do_sample=False,
-            eos_token_id=None,
-            pad_token_id=0,
-        )[0, len(PROMPT) :]
-        .tolist()
-    )
+    want = greedy_reference(reference_model(checkpoints[variant]), PROMPT)
     with Generator(assets[variant, strategy]) as generator:
         got = generator.generate(PROMPT, 8, stop_token_ids=[])
     assert len(PROMPT) > CHUNK
