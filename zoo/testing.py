@@ -13,6 +13,7 @@ import shutil
 import tempfile
 
 from zoo.core.provenance import describe, provenance
+from zoo.core.runtime import COMPUTE_UNIT_ENV, COMPUTE_UNITS, default_compute_unit
 
 CACHE_ENV = "ZOO_RESULT_CACHE"
 
@@ -33,7 +34,20 @@ class ExportedAssets(dict):
         return self[key]
 
 
+def pytest_addoption(parser) -> None:
+    parser.addoption(
+        "--compute-unit",
+        choices=COMPUTE_UNITS,
+        default=None,
+        help="Core AI compute unit for every model the suite loads (macOS 27+: cpu, gpu, "
+        "ane; Linux: auto/cpu). Default: $ZOO_COMPUTE_UNIT, else auto.",
+    )
+
+
 def pytest_configure(config) -> None:
+    chosen = config.getoption("--compute-unit", default=None)
+    if chosen:  # children (isolated runs, pages, CLIs) inherit it through the environment
+        os.environ[COMPUTE_UNIT_ENV] = chosen
     if CACHE_ENV not in os.environ:
         os.environ[CACHE_ENV] = tempfile.mkdtemp(prefix="zoo-results-")
         config._zoo_cache_owner = True
@@ -45,5 +59,5 @@ def pytest_unconfigure(config) -> None:
 
 
 def pytest_report_header(config) -> list[str]:
-    info = provenance()
+    info = provenance(default_compute_unit())
     return [f"zoo: {describe(info)}", f"zoo: os {info['os']}, processor {info['processor']}"]

@@ -11,7 +11,7 @@ from pathlib import Path
 from zoo.core.decode import ContextFullError, Generator
 from zoo.core.export import read_metadata
 from zoo.core.kv import STRATEGIES
-from zoo.core.runtime import COMPUTE_UNITS
+from zoo.core.runtime import COMPUTE_UNITS, default_compute_unit
 
 
 def run_command(command: str) -> str:
@@ -68,7 +68,12 @@ def build_parser(model_name: str, strategies: list[str]) -> argparse.ArgumentPar
     generate.add_argument("--temperature", type=float, default=0.0, help="0: greedy")
     generate.add_argument("--top-k", type=int, default=None)
     generate.add_argument("--seed", type=int, default=None)
-    generate.add_argument("--compute-unit", default="auto", choices=COMPUTE_UNITS)
+    generate.add_argument(
+        "--compute-unit",
+        default=None,
+        choices=COMPUTE_UNITS,
+        help="default: $ZOO_COMPUTE_UNIT, else auto",
+    )
     return parser
 
 
@@ -122,7 +127,7 @@ def _generate(args) -> int:
         prompt_ids = tokenizer.encode(args.prompt).ids
     else:
         prompt_ids = [int(i) for i in args.prompt_ids.split(",") if i.strip()]
-    say(f"loading {args.asset} (compute unit {args.compute_unit})")
+    say(f"loading {args.asset} (compute unit {args.compute_unit or default_compute_unit()})")
     started = time.perf_counter()
     with Generator(args.asset, args.compute_unit) as generator:
         say(f"loaded in {time.perf_counter() - started:.1f} s; {len(prompt_ids)} prompt tokens")

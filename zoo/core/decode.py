@@ -137,7 +137,7 @@ class Generator:
     ...     ids = generator.generate([2, 651, 6037], max_new_tokens=8)
     """
 
-    def __init__(self, asset: str | os.PathLike, compute_unit: str = "auto") -> None:
+    def __init__(self, asset: str | os.PathLike, compute_unit: str | None = None) -> None:
         metadata = read_metadata(asset)
         if "decode" not in metadata:
             raise ValueError(f"{asset} was not exported by zoo.core.decode.export_decoder")

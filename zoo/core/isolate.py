@@ -276,7 +276,8 @@ def cached_call(run: Callable[[], Outcome], key_parts: Sequence[Any]) -> Outcome
     if not directory:
         return run()
     digest = hashlib.sha256()
-    for part in key_parts:
+    # the compute unit every load defaults to is part of what an outcome depends on
+    for part in [*key_parts, os.environ.get("ZOO_COMPUTE_UNIT", "auto")]:
         data = Path(part).read_bytes() if isinstance(part, Path) else repr(part).encode()
         digest.update(data + b"\0")
     path = Path(directory) / f"{digest.hexdigest()}.json"

@@ -27,6 +27,13 @@ from coreai.authoring.asset import AIModelAsset
 from coreai.runtime import NDArray, SpecializationOptions
 
 COMPUTE_UNITS = ("auto", "cpu", "gpu", "ane")
+COMPUTE_UNIT_ENV = "ZOO_COMPUTE_UNIT"  # the default when a caller names none
+
+
+def default_compute_unit() -> str:
+    """`$ZOO_COMPUTE_UNIT` (set by `pytest --compute-unit`), else "auto"."""
+    return os.environ.get(COMPUTE_UNIT_ENV) or "auto"
+
 
 _NUMPY_DTYPES = {
     "float32": np.float32,
@@ -103,8 +110,9 @@ class Model:
         self._functions: dict[str, Function] = {}
 
     @classmethod
-    def load(cls, path: str | os.PathLike, compute_unit: str = "auto") -> Model:
+    def load(cls, path: str | os.PathLike, compute_unit: str | None = None) -> Model:
         path = Path(path)
+        compute_unit = compute_unit or default_compute_unit()
         if not path.is_dir() or not (path / "metadata.json").exists():
             raise FileNotFoundError(
                 f"{path} is not a Core AI asset (a directory with metadata.json, as "

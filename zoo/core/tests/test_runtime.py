@@ -125,3 +125,25 @@ def test_sync_calls_work_inside_a_running_event_loop(model):
         return step({"x": X, "ids": IDS}, step.new_states())["acc_out"]
 
     np.testing.assert_allclose(asyncio.run(cell()), 2.0 * X)
+
+
+@pytest.mark.skipif(os_framework_available(), reason="macOS: compute units are available")
+def test_the_default_compute_unit_comes_from_the_environment(tiny_asset, monkeypatch):
+    monkeypatch.setenv("ZOO_COMPUTE_UNIT", "gpu")
+    with pytest.raises(RuntimeError, match="compute unit 'gpu' needs macOS 27"):
+        Model.load(tiny_asset)
+
+
+def test_pytest_compute_unit_option_is_shown_in_the_header():
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "ZOO_COMPUTE_UNIT"}
+    shown = subprocess.run(
+        [sys.executable, "-m", "pytest", "--co", "--compute-unit", "cpu", __file__],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    assert "compute unit cpu" in shown.stdout, shown.stdout + shown.stderr
