@@ -69,7 +69,7 @@ LINUX_TOY_HYBRID: dict[str, str] = {
 _MAC_GPU_TOY_HYBRID = {
     "1/dynamic": "runs (exit 0; an ANE compile failure is logged first)",
     "2/dynamic": "crashed (EXC_BAD_ACCESS in MPSGraph)",
-    "3/dynamic": "crashes for 2+ layers (N = 3 not listed)",
+    "3/dynamic": "crashed, as reported for 2+ layers (N = 3 not listed)",
     "1/static": "runs (the repro's STATIC=1 note)",
     "2/static": "runs (the repro's STATIC=1 note)",
     "3/static": "runs (the repro's STATIC=1 note)",
