@@ -45,6 +45,9 @@ def pytest_addoption(parser) -> None:
 
 
 def pytest_configure(config) -> None:
+    # Nothing the suite does may reach a model hub: checkpoints are built locally.
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     chosen = config.getoption("--compute-unit", default=None)
     if chosen:  # children (isolated runs, pages, CLIs) inherit it through the environment
         os.environ[COMPUTE_UNIT_ENV] = chosen
