@@ -34,7 +34,25 @@ class ExportedAssets(dict):
         return self[key]
 
 
+RECORD_ENV = "ZOO_RECORD_DIR"
+
+
+def record(name: str, results: dict) -> None:
+    """Write a record of this run when `pytest --record DIR` (or `$ZOO_RECORD_DIR`) asks."""
+    directory = os.environ.get(RECORD_ENV)
+    if directory:
+        from zoo.core.records import write_record
+
+        write_record(directory, name, results, compute_unit=default_compute_unit())
+
+
 def pytest_addoption(parser) -> None:
+    parser.addoption(
+        "--record",
+        metavar="DIR",
+        default=None,
+        help="write a JSON record (with provenance) of each matrix and parity run into DIR",
+    )
     parser.addoption(
         "--compute-unit",
         choices=COMPUTE_UNITS,
@@ -48,6 +66,9 @@ def pytest_configure(config) -> None:
     # Nothing the suite does may reach a model hub: checkpoints are built locally.
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    record_dir = config.getoption("--record", default=None)
+    if record_dir:
+        os.environ[RECORD_ENV] = os.path.abspath(record_dir)
     chosen = config.getoption("--compute-unit", default=None)
     if chosen:  # children (isolated runs, pages, CLIs) inherit it through the environment
         os.environ[COMPUTE_UNIT_ENV] = chosen

@@ -11,6 +11,7 @@ from zoo.core.kv import STRATEGIES, RingBufferWrite, get_strategy
 from zoo.core.kv_matrix import TINY, HostDecoder, build_block, run_matrix
 from zoo.core.layers import attend
 from zoo.core.provenance import platform_name
+from zoo.testing import record
 
 DECODERS = [name for name, s in STRATEGIES.items() if not s.isolation_only]
 
@@ -93,7 +94,9 @@ MATRIX = [name for name in STRATEGIES if name != "ring-buffer"]
 
 @pytest.fixture(scope="module")
 def matrix_rows():
-    return {row["strategy"]: row for row in run_matrix(MATRIX, steps=8)}
+    rows = run_matrix(MATRIX, steps=8)
+    record("kv-write-matrix", {"outcomes": rows})
+    return {row["strategy"]: row for row in rows}
 
 
 @pytest.mark.skipif(platform_name() != "linux", reason="expected outcomes recorded for Linux")

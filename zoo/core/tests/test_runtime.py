@@ -147,3 +147,39 @@ def test_pytest_compute_unit_option_is_shown_in_the_header():
         env=env,
     )
     assert "compute unit cpu" in shown.stdout, shown.stdout + shown.stderr
+
+
+def test_pytest_record_option_writes_records_with_provenance(tmp_path):
+    import json
+    import os
+    import subprocess
+    import sys
+
+    test = tmp_path / "test_writes.py"
+    test.write_text(
+        "from zoo.testing import record\n"
+        "def test_it():\n    record('demo', {'rows': [{'cell': 'a', 'outcome': 'ran exact'}]})\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "ZOO_RECORD_DIR"}
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "zoo.testing",
+            "--record",
+            str(tmp_path / "out"),
+            str(test),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    written = json.loads((tmp_path / "out" / "demo.json").read_text())
+    assert written["results"]["rows"][0]["outcome"] == "ran exact"
+    assert written["provenance"]["compute_unit"] == "auto"
+    assert written["provenance"]["packages"]["coreai-core"]

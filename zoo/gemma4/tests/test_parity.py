@@ -14,6 +14,7 @@ from zoo.core.decode import Generator
 from zoo.core.reference import greedy_reference
 from zoo.gemma4 import load_gemma4, torch_logits
 from zoo.gemma4.tiny import reference_model
+from zoo.testing import record
 
 from .conftest import CAPACITY, CHUNK
 
@@ -49,5 +50,18 @@ def test_greedy_tokens_on_the_runtime_match_transformers(checkpoints, assets, va
     want = greedy_reference(reference, PROMPT)
     with Generator(assets[variant, strategy]) as generator:
         got = generator.generate(PROMPT, 8, stop_token_ids=[])
+    identical = sum(a == b for a, b in zip(got, want, strict=True))
+    record(
+        f"gemma4-greedy-{variant}-{strategy}",
+        {
+            "rows": [
+                {
+                    "config": variant,
+                    "KV strategy": strategy,
+                    "greedy tokens on the runtime": f"{identical}/8 identical",
+                }
+            ]
+        },
+    )
     assert len(PROMPT) > CHUNK
     assert got == want, f"{variant}/{strategy}: runtime {got}, transformers {want}"

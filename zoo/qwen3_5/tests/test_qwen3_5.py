@@ -21,6 +21,7 @@ from zoo.core.decode import ContextFullError, Generator
 from zoo.core.reference import greedy_reference
 from zoo.qwen3_5 import UnsupportedConfig, load_qwen3_5, torch_logits
 from zoo.qwen3_5.tiny import reference_model
+from zoo.testing import record
 
 from .conftest import CAPACITY, CHUNK
 
@@ -41,6 +42,19 @@ def test_greedy_tokens_on_the_runtime_match_transformers(checkpoints, assets, va
     want = greedy_reference(reference_model(checkpoints[variant]), PROMPT)
     with Generator(assets[variant, strategy]) as generator:
         got = generator.generate(PROMPT, 8, stop_token_ids=[])
+    identical = sum(a == b for a, b in zip(got, want, strict=True))
+    record(
+        f"qwen3_5-greedy-{variant}-{strategy}",
+        {
+            "rows": [
+                {
+                    "config": variant,
+                    "KV strategy": strategy,
+                    "greedy tokens on the runtime": f"{identical}/8 identical",
+                }
+            ]
+        },
+    )
     assert len(PROMPT) > CHUNK
     assert got == want, f"{variant}/{strategy}: runtime {got}, transformers {want}"
 

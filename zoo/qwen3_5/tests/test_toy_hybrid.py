@@ -10,6 +10,7 @@ import pytest
 from zoo.core.expected import LINUX_TOY_HYBRID, mismatch
 from zoo.core.provenance import platform_name
 from zoo.site.harness import ROOT
+from zoo.testing import record
 
 
 @pytest.fixture(scope="module")
@@ -17,7 +18,9 @@ def toy_rows():
     spec = importlib.util.spec_from_file_location("toy_hybrid", ROOT / "snippets/toy_hybrid.py")
     toy = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(toy)
-    return {row["key"]: row for row in toy.run_matrix()}
+    rows = toy.run_matrix()
+    record("toy-hybrid", {"outcomes": rows})
+    return {row["key"]: row for row in rows}
 
 
 @pytest.mark.skipif(platform_name() != "linux", reason="expected outcomes recorded for Linux")
