@@ -46,6 +46,26 @@ def record(name: str, results: dict) -> None:
         write_record(directory, name, results, compute_unit=default_compute_unit())
 
 
+def check_runtime_greedy(
+    model: str, asset, reference, variant: str, strategy: str, prompt: list[int]
+) -> None:
+    """8 greedy tokens on the Core AI runtime == transformers' `generate`; recorded."""
+    from zoo.core.decode import Generator
+    from zoo.core.reference import greedy_reference
+
+    want = greedy_reference(reference, prompt)
+    with Generator(asset) as generator:
+        got = generator.generate(prompt, 8, stop_token_ids=[])
+    identical = sum(a == b for a, b in zip(got, want, strict=True))
+    row = {
+        "config": variant,
+        "KV strategy": strategy,
+        "greedy tokens on the runtime": f"{identical}/8 identical",
+    }
+    record(f"{model}-greedy-{variant}-{strategy}", {"rows": [row]})
+    assert got == want, f"{variant}/{strategy}: runtime {got}, transformers {want}"
+
+
 def pytest_addoption(parser) -> None:
     parser.addoption(
         "--record",

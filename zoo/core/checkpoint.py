@@ -14,6 +14,29 @@ class CheckpointError(ValueError):
     """The checkpoint's tensors do not fit the model: the message lists what and where."""
 
 
+def read_text_config(
+    directory: str | Path, text_type: str, multimodal_type: str, family: str
+) -> dict:
+    """config.json of a checkpoint, the text decoder's part (nested in multimodal ones)."""
+    path = Path(directory) / "config.json"
+    if not path.exists():
+        raise FileNotFoundError(f"no config.json in {directory}: is it a checkpoint directory?")
+    return text_config(json.loads(path.read_text()), text_type, multimodal_type, family)
+
+
+def text_config(raw: dict, text_type: str, multimodal_type: str, family: str) -> dict:
+    model_type = raw.get("model_type")
+    if model_type == multimodal_type:
+        raw = raw.get("text_config") or {}
+        model_type = raw.get("model_type", text_type)
+    if model_type != text_type:
+        raise ValueError(
+            f"config.json has model_type {model_type!r}; this entry loads {family} "
+            f"checkpoints ({text_type!r}, or {multimodal_type!r} with a text_config)"
+        )
+    return raw
+
+
 def safetensors_files(directory: str | Path) -> list[Path]:
     directory = Path(directory)
     index = directory / "model.safetensors.index.json"

@@ -6,9 +6,10 @@ Field names and defaults follow transformers 5.23 `Gemma4TextConfig`; a multimod
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field, fields
 from pathlib import Path
+
+from zoo.core.checkpoint import read_text_config, text_config
 
 
 class UnsupportedConfig(ValueError):
@@ -124,21 +125,10 @@ class Gemma4Config:
 
     @classmethod
     def from_dict(cls, raw: dict) -> Gemma4Config:
-        model_type = raw.get("model_type")
-        if model_type == "gemma4":
-            raw = raw.get("text_config") or {}
-            model_type = raw.get("model_type", "gemma4_text")
-        if model_type != "gemma4_text":
-            raise ValueError(
-                f"config.json has model_type {model_type!r}; this entry loads Gemma 4 "
-                "checkpoints ('gemma4_text', or 'gemma4' with a text_config)"
-            )
+        raw = text_config(raw, "gemma4_text", "gemma4", "Gemma 4")
         known = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in raw.items() if k in known})
 
     @classmethod
     def from_checkpoint(cls, directory: str | Path) -> Gemma4Config:
-        path = Path(directory) / "config.json"
-        if not path.exists():
-            raise FileNotFoundError(f"no config.json in {directory}: is it a checkpoint directory?")
-        return cls.from_dict(json.loads(path.read_text()))
+        return cls.from_dict(read_text_config(directory, "gemma4_text", "gemma4", "Gemma 4"))

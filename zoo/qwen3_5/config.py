@@ -6,9 +6,10 @@ Field names and defaults follow transformers 5.23 `Qwen3_5TextConfig`; a multimo
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field, fields
 from pathlib import Path
+
+from zoo.core.checkpoint import read_text_config, text_config
 
 
 class UnsupportedConfig(ValueError):
@@ -80,21 +81,10 @@ class Qwen3_5Config:
 
     @classmethod
     def from_dict(cls, raw: dict) -> Qwen3_5Config:
-        model_type = raw.get("model_type")
-        if model_type == "qwen3_5":
-            raw = raw.get("text_config") or {}
-            model_type = raw.get("model_type", "qwen3_5_text")
-        if model_type != "qwen3_5_text":
-            raise ValueError(
-                f"config.json has model_type {model_type!r}; this entry loads Qwen3.5 "
-                "checkpoints ('qwen3_5_text', or 'qwen3_5' with a text_config)"
-            )
+        raw = text_config(raw, "qwen3_5_text", "qwen3_5", "Qwen3.5")
         known = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in raw.items() if k in known})
 
     @classmethod
     def from_checkpoint(cls, directory: str | Path) -> Qwen3_5Config:
-        path = Path(directory) / "config.json"
-        if not path.exists():
-            raise FileNotFoundError(f"no config.json in {directory}: is it a checkpoint directory?")
-        return cls.from_dict(json.loads(path.read_text()))
+        return cls.from_dict(read_text_config(directory, "qwen3_5_text", "qwen3_5", "Qwen3.5"))

@@ -10,11 +10,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from zoo.core.decode import Generator
-from zoo.core.reference import greedy_reference
 from zoo.gemma4 import load_gemma4, torch_logits
 from zoo.gemma4.tiny import reference_model
-from zoo.testing import record
+from zoo.testing import check_runtime_greedy
 
 from .conftest import CAPACITY, CHUNK
 
@@ -46,22 +44,12 @@ def test_the_small_softcap_engages(checkpoints):
 @pytest.mark.parametrize("strategy", STRATEGIES)
 @pytest.mark.parametrize("variant", ["kv-sharing", "softcap"])
 def test_greedy_tokens_on_the_runtime_match_transformers(checkpoints, assets, variant, strategy):
-    reference = reference_model(checkpoints[variant])
-    want = greedy_reference(reference, PROMPT)
-    with Generator(assets[variant, strategy]) as generator:
-        got = generator.generate(PROMPT, 8, stop_token_ids=[])
-    identical = sum(a == b for a, b in zip(got, want, strict=True))
-    record(
-        f"gemma4-greedy-{variant}-{strategy}",
-        {
-            "rows": [
-                {
-                    "config": variant,
-                    "KV strategy": strategy,
-                    "greedy tokens on the runtime": f"{identical}/8 identical",
-                }
-            ]
-        },
+    assert len(PROMPT) > CHUNK  # the prompt spans prefill chunks and single steps
+    check_runtime_greedy(
+        "gemma4",
+        assets[variant, strategy],
+        reference_model(checkpoints[variant]),
+        variant,
+        strategy,
+        PROMPT,
     )
-    assert len(PROMPT) > CHUNK
-    assert got == want, f"{variant}/{strategy}: runtime {got}, transformers {want}"
