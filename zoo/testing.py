@@ -18,10 +18,15 @@ from zoo.core.runtime import COMPUTE_UNIT_ENV, COMPUTE_UNITS, default_compute_un
 CACHE_ENV = "ZOO_RESULT_CACHE"
 
 
-class ExportedAssets(dict):
-    """`(variant, strategy) -> asset`, exported on first use and kept for the session.
+# The layouts the zoo tests export: this platform's default and the model as authored.
+TEST_LAYOUTS = {"default": {}, "as-authored": {"weights": "linear", "keys": "bhtd"}}
 
-    `export(variant, strategy, path)` writes the asset at `path`.
+
+class ExportedAssets(dict):
+    """`(variant, strategy[, layout])` -> asset, exported on first use, kept for the session.
+
+    `export(variant, strategy, path, **layout)` writes the asset at `path`; `layout` names
+    one of `TEST_LAYOUTS` ("default" when left out).
     """
 
     def __init__(self, directory, export) -> None:
@@ -29,8 +34,9 @@ class ExportedAssets(dict):
         self.directory, self.export = directory, export
 
     def __missing__(self, key):
-        variant, strategy = key
-        self[key] = self.export(variant, strategy, self.directory / f"{variant}-{strategy}.aimodel")
+        variant, strategy, layout = (*key, "default")[:3]
+        path = self.directory / f"{variant}-{strategy}-{layout}.aimodel"
+        self[key] = self.export(variant, strategy, path, **TEST_LAYOUTS[layout])
         return self[key]
 
 
@@ -47,10 +53,17 @@ def record(name: str, results: dict) -> None:
 
 
 def check_runtime_greedy(
-    model: str, asset, reference, variant: str, strategy: str, prompt: list[int]
+    model: str,
+    asset,
+    reference,
+    variant: str,
+    strategy: str,
+    prompt: list[int],
+    layout: str = "default",
 ) -> None:
     """8 greedy tokens on the Core AI runtime == transformers' `generate`; recorded."""
     from zoo.core.decode import Generator
+    from zoo.core.export import read_metadata
     from zoo.core.reference import greedy_reference
 
     want = greedy_reference(reference, prompt)
@@ -62,8 +75,12 @@ def check_runtime_greedy(
         "KV strategy": strategy,
         "greedy tokens on the runtime": f"{identical}/8 identical",
     }
-    record(f"{model}-greedy-{variant}-{strategy}", {"rows": [row]})
-    assert got == want, f"{variant}/{strategy}: runtime {got}, transformers {want}"
+    row["layout"] = ", ".join(
+        f"{k} {v}" for k, v in read_metadata(asset)["decode"]["layout"].items()
+    )
+    suffix = "" if layout == "default" else f"-{layout}"
+    record(f"{model}-greedy-{variant}-{strategy}{suffix}", {"rows": [row]})
+    assert got == want, f"{variant}/{strategy}/{layout}: runtime {got}, transformers {want}"
 
 
 def pytest_addoption(parser) -> None:

@@ -11,6 +11,7 @@ from pathlib import Path
 from zoo.core.decode import ContextFullError, Generator
 from zoo.core.export import read_metadata
 from zoo.core.kv import STRATEGIES
+from zoo.core.layout import KEY_LAYOUTS, WEIGHT_LAYOUTS, resolve_layout
 from zoo.core.runtime import COMPUTE_UNITS, default_compute_unit
 
 
@@ -55,6 +56,18 @@ def build_parser(model_name: str, strategies: list[str]) -> argparse.ArgumentPar
     export.add_argument("--context", type=int, default=256, help="tokens the cache holds")
     export.add_argument("--chunk", type=int, default=8, help="tokens per prefill call")
     export.add_argument("--overwrite", action="store_true", help="replace an existing asset")
+    export.add_argument(
+        "--weights-layout",
+        default="auto",
+        choices=("auto", *WEIGHT_LAYOUTS),
+        help="projection weights as stored (default: this platform's, see docs/performance)",
+    )
+    export.add_argument(
+        "--keys-layout",
+        default="auto",
+        choices=("auto", *KEY_LAYOUTS),
+        help="key cache [B,H,T,D] (bhtd) or transposed (bhdt) (default: this platform's)",
+    )
 
     generate = commands.add_parser("generate", help="prompt -> continuation on the runtime")
     generate.add_argument("asset", type=Path)
@@ -98,9 +111,18 @@ def _export(args, load, export) -> int:
     started = time.perf_counter()
     say(f"loading {args.checkpoint} ({args.strategy} KV writes, context {args.context})")
     model = load(args.checkpoint, args.strategy, args.context)
-    say(f"exporting prefill ({args.chunk} tokens) + decode to {args.output} ...")
+    layout = resolve_layout(args.weights_layout, args.keys_layout)
+    say(
+        f"exporting prefill ({args.chunk} tokens) + decode to {args.output} "
+        f"(weights {layout['weights']}, keys {layout['keys']}) ..."
+    )
     path = export(
-        model, args.output, chunk=args.chunk, overwrite=args.overwrite, checkpoint=args.checkpoint
+        model,
+        args.output,
+        chunk=args.chunk,
+        overwrite=args.overwrite,
+        checkpoint=args.checkpoint,
+        **layout,
     )
     say(f"saved {path} in {time.perf_counter() - started:.1f} s")
     return 0

@@ -20,6 +20,7 @@ import torch
 
 from zoo.core.export import EntryPoint, export_entry_points, read_metadata
 from zoo.core.kv import causal_mask, chunk_rows, get_strategy
+from zoo.core.layout import layout_of
 from zoo.core.runtime import Model
 
 
@@ -40,6 +41,7 @@ class DecodeSpec:
     sliding_window: int | None = None
     stop_token_ids: list[int] = field(default_factory=list)
     checkpoint: str | None = None  # where the weights came from (its tokenizer.json, if any)
+    layout: dict[str, str] = field(default_factory=dict)  # zoo.core.layout: weights, keys
 
     def host_inputs(self, position: int, length: int) -> dict[str, np.ndarray]:
         """Everything but `input_ids` for `length` tokens starting at `position`."""
@@ -104,6 +106,7 @@ def decoder_spec(
         sliding_window=sliding_window,
         stop_token_ids=[eos] if isinstance(eos, int) else list(eos or []),
         checkpoint=checkpoint,
+        layout=layout_of(model),
     )
 
 

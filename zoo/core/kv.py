@@ -58,7 +58,11 @@ class KVStrategy:
     isolation_only: ClassVar[bool] = False  # True: a repro, not a way to decode
     chunks: ClassVar[bool] = False  # True: can write several columns at once (prefill)
 
-    def write(self, cache: torch.Tensor, column: torch.Tensor, step: dict) -> torch.Tensor:
+    def write(
+        self, cache: torch.Tensor, column: torch.Tensor, step: dict, time_axis: int = 2
+    ) -> torch.Tensor:
+        """Store `column` in `cache`; `time_axis` 3 is a key cache stored `[B, H, D, T]`
+        (`zoo.core.layout`), which only the chunk strategies support."""
         raise NotImplementedError
 
     def read(self, cache: torch.Tensor) -> torch.Tensor:
@@ -113,11 +117,14 @@ class RuntimeIndexSliceWrite(KVStrategy):
 
     chunks: ClassVar[bool] = True
 
-    def write(self, cache, column, step):
-        position, length = step["in_step"].item(), column.shape[2]
+    def write(self, cache, column, step, time_axis=2):
+        position, length = step["in_step"].item(), column.shape[time_axis]
         torch._check(position >= 0)
-        torch._check(position + length <= cache.shape[2])
-        cache[:, :, position : position + length, :] = column
+        torch._check(position + length <= cache.shape[time_axis])
+        if time_axis == 2:
+            cache[:, :, position : position + length, :] = column
+        else:  # keys stored transposed: [B, H, D, T]
+            cache[:, :, :, position : position + length] = column
         return cache
 
     def host_inputs(self, position, capacity, length=1):
@@ -242,15 +249,18 @@ class InputMaskBlend(KVStrategy):
 
     chunks: ClassVar[bool] = True
 
-    def write(self, cache, column, step):
-        capacity, length = cache.shape[2], column.shape[2]
+    def write(self, cache, column, step, time_axis=2):
+        capacity, length = cache.shape[time_axis], column.shape[time_axis]
+        along_time = [1, 1, 1, 1]
+        along_time[time_axis] = capacity  # broadcast a [capacity] mask along the time axis
         if length == 1:  # the formulation reported to run on the beta GPU
-            mask = step["write_mask"].reshape(1, 1, capacity, 1)
+            mask = step["write_mask"].reshape(along_time)
             cache.copy_(cache * (1 - mask) + column * mask)
         else:  # a prefill chunk: one one-hot row per column written
             rows = step["write_mask"].reshape(length, capacity)
-            written = rows.sum(0).reshape(1, 1, capacity, 1)
-            cache.copy_(cache * (1 - written) + torch.einsum("tc,bhtd->bhcd", rows, column))
+            written = rows.sum(0).reshape(along_time)
+            scatter = "tc,bhtd->bhcd" if time_axis == 2 else "tc,bhdt->bhdc"
+            cache.copy_(cache * (1 - written) + torch.einsum(scatter, rows, column))
         return cache
 
     def host_inputs(self, position, capacity, length=1):

@@ -5,32 +5,35 @@ from __future__ import annotations
 import torch
 
 
-def repeat_kv(x: torch.Tensor, groups: int) -> torch.Tensor:
-    """`[B, kv_heads, T, D]` -> `[B, kv_heads * groups, T, D]` for grouped-query attention."""
-    if groups == 1:
-        return x
-    return x.repeat_interleave(groups, dim=1)
-
-
 def attend(
     q: torch.Tensor,
     k: torch.Tensor,
     v: torch.Tensor,
     mask: torch.Tensor | None = None,
     scale: float | None = None,
+    keys_transposed: bool = False,
 ) -> torch.Tensor:
-    """Attention written out: `softmax(q k^T * scale + mask) v`, with GQA by repetition.
+    """Attention written out: `softmax(q k^T * scale + mask) v`, grouped-query.
 
-    q `[B, H, T, D]`, k/v `[B, kv_heads, S, D]`, mask additive and broadcastable to
-    `[B, H, T, S]` (e.g. `[1, 1, 1, S]`).
+    q `[B, H, T, D]`, v `[B, kv_heads, S, D]`, k `[B, kv_heads, S, D]` (or `[B, kv_heads, D, S]`
+    with `keys_transposed`), mask additive, one head: `[1, 1, T, S]`, `[1, 1, 1, S]` or
+    `[T, S]`. Each key head serves `H / kv_heads` query heads: the queries are grouped
+    by reshaping instead of repeating the cache, and keys stored transposed are used as they
+    are; on the Linux CPU runtime both copies cost more than the attention itself at 2k context
+    (docs/performance.md).
     """
-    groups = q.shape[1] // k.shape[1]
-    k, v = repeat_kv(k, groups), repeat_kv(v, groups)
-    scale = q.shape[-1] ** -0.5 if scale is None else scale
-    scores = torch.matmul(q, k.transpose(-1, -2)) * scale
-    if mask is not None:
-        scores = scores + mask
-    return torch.matmul(torch.softmax(scores, dim=-1), v)
+    batch, heads, length, dim = q.shape
+    kv_heads = k.shape[1]
+    groups = heads // kv_heads
+    scale = dim**-0.5 if scale is None else scale
+    grouped = q.reshape(batch, kv_heads, groups * length, dim)
+    scores = torch.matmul(grouped, k if keys_transposed else k.transpose(-1, -2)) * scale
+    if mask is not None:  # a mask with one head ([1, 1, T, S] or [T, S]) serves every group
+        mask = mask[:, :, None] if mask.dim() == 4 else mask
+        scores = scores.reshape(batch, kv_heads, groups, length, -1) + mask
+        scores = scores.reshape(batch, kv_heads, groups * length, -1)
+    out = torch.matmul(torch.softmax(scores, dim=-1), v)
+    return out.reshape(batch, heads, length, dim)
 
 
 class GatedMLP(torch.nn.Module):

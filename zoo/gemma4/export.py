@@ -8,6 +8,7 @@ from pathlib import Path
 import torch
 
 from zoo.core.decode import DecodeSpec, decoder_spec, eager_logits, export_decoder
+from zoo.core.layout import apply_layout
 from zoo.gemma4.model import Gemma4
 
 
@@ -22,13 +23,18 @@ def export_gemma4(
     chunk: int = 8,
     overwrite: bool = False,
     checkpoint: str | os.PathLike | None = None,
+    weights: str = "auto",
+    keys: str = "auto",
 ) -> Path:
     """Export a loaded Gemma 4 (see `zoo.gemma4.load_gemma4`) for greedy or sampled decode.
 
     `checkpoint` (the directory it was loaded from) is recorded so that `generate` can find
-    the checkpoint's tokenizer.json.
+    the checkpoint's tokenizer.json. `weights` and `keys` choose the stored layout
+    (`zoo.core.layout`; "auto": this platform's default); the model is re-stored in place
+    and computes the same logits.
     """
     source = str(Path(checkpoint).resolve()) if checkpoint is not None else None
+    apply_layout(model, weights, keys)
     return export_decoder(model, decode_spec(model, chunk, source), path, overwrite=overwrite)
 
 

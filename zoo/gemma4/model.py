@@ -30,6 +30,7 @@ from torch import nn
 
 from zoo.core.kv import KVStrategy
 from zoo.core.layers import GatedMLP, attend
+from zoo.core.layout import transposed_keys
 from zoo.gemma4.config import Gemma4Config
 
 
@@ -79,6 +80,7 @@ class Attention(nn.Module):
         self.kv_heads = config.layer_kv_heads(layer)
         self.reuses_kv = config.kv_sharing_modes()[layer] == "reuse"
         self.kv_source = config.kv_source(layer)
+        self.keys_transposed = False  # key cache `[B, H, D, T]`: set by zoo.core.layout
         hidden, eps = config.hidden_size, config.rms_norm_eps
         self.q_proj = nn.Linear(hidden, self.heads * self.head_dim, bias=False)
         self.q_norm = RMSNorm(self.head_dim, eps)
@@ -109,9 +111,12 @@ class Attention(nn.Module):
             v = k if self.v_proj is None else self.v_proj(x).reshape(k.shape)
             k = rotate(self.k_norm(k), cos, sin).transpose(1, 2)
             v = self.v_norm(v).transpose(1, 2)
-            keys = self.strategy.write(k_cache, k, step)
+            if self.keys_transposed:
+                keys = self.strategy.write(k_cache, k.transpose(2, 3), step, time_axis=3)
+            else:
+                keys = self.strategy.write(k_cache, k, step)
             values = self.strategy.write(v_cache, v, step)
-        out = attend(q, keys, values, mask, scale=1.0)
+        out = attend(q, keys, values, mask, scale=1.0, keys_transposed=self.keys_transposed)
         return self.o_proj(out.transpose(1, 2).reshape(batch, length, -1))
 
 
@@ -197,7 +202,9 @@ class Gemma4(nn.Module):
                 shape = self.strategy.cache_shape(
                     attention.kv_heads, self.capacity, attention.head_dim
                 )
-                shapes[f"k_cache_{i}"] = shapes[f"v_cache_{i}"] = shape
+                keys_transposed = attention.keys_transposed
+                shapes[f"k_cache_{i}"] = transposed_keys(shape) if keys_transposed else shape
+                shapes[f"v_cache_{i}"] = shape
         return shapes
 
     # --8<-- [start:ple]
@@ -225,8 +232,9 @@ class Gemma4(nn.Module):
             h = layer(h, layer_input, positions, masks, step, caches)
         # --8<-- [start:softcap]
         h = self.norm(h)
-        weight = self.embed_tokens.weight if self.lm_head is None else self.lm_head.weight
-        logits = F.linear(h, weight)
+        # A tied head reads the embedding table, unless an export layout stored its own copy.
+        tied = self.lm_head is None
+        logits = F.linear(h, self.embed_tokens.weight) if tied else self.lm_head(h)
         if self.config.final_logit_softcapping:
             cap = self.config.final_logit_softcapping
             logits = torch.tanh(logits / cap) * cap

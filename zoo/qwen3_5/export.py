@@ -8,6 +8,7 @@ from pathlib import Path
 import torch
 
 from zoo.core.decode import DecodeSpec, decoder_spec, eager_logits, export_decoder
+from zoo.core.layout import apply_layout
 from zoo.qwen3_5.model import Qwen3_5
 
 
@@ -22,9 +23,16 @@ def export_qwen3_5(
     chunk: int = 8,
     overwrite: bool = False,
     checkpoint: str | os.PathLike | None = None,
+    weights: str = "auto",
+    keys: str = "auto",
 ) -> Path:
-    """Export a loaded Qwen3.5 (see `zoo.qwen3_5.load_qwen3_5`) as prefill + decode."""
+    """Export a loaded Qwen3.5 (see `zoo.qwen3_5.load_qwen3_5`) as prefill + decode.
+
+    `weights` and `keys` choose the stored layout (`zoo.core.layout`; "auto": this
+    platform's default); the model is re-stored in place and computes the same logits.
+    """
     source = str(Path(checkpoint).resolve()) if checkpoint is not None else None
+    apply_layout(model, weights, keys)
     return export_decoder(model, decode_spec(model, chunk, source), path, overwrite=overwrite)
 
 

@@ -28,6 +28,7 @@ from torch import nn
 from zoo.core.deltanet import GatedDeltaRule, causal_conv
 from zoo.core.kv import KVStrategy
 from zoo.core.layers import GatedMLP, attend
+from zoo.core.layout import transposed_keys
 from zoo.qwen3_5.config import Qwen3_5Config
 
 
@@ -119,6 +120,7 @@ class Attention(nn.Module):
         self.strategy = strategy
         self.heads, self.kv_heads = config.num_attention_heads, config.num_key_value_heads
         self.head_dim, hidden = config.head_dim, config.hidden_size
+        self.keys_transposed = False  # key cache `[B, H, D, T]`: set by zoo.core.layout
         self.q_proj = nn.Linear(hidden, 2 * self.heads * self.head_dim, bias=False)  # + gate
         self.k_proj = nn.Linear(hidden, self.kv_heads * self.head_dim, bias=False)
         self.v_proj = nn.Linear(hidden, self.kv_heads * self.head_dim, bias=False)
@@ -148,9 +150,13 @@ class Attention(nn.Module):
         k = self.k_norm(self.k_proj(x).reshape(batch, length, self.kv_heads, self.head_dim))
         k = self.rotate(k.transpose(1, 2), positions)
         v = self.v_proj(x).reshape(batch, length, self.kv_heads, self.head_dim).transpose(1, 2)
-        keys = self.strategy.write(k_cache, k, step)
+        if self.keys_transposed:
+            keys = self.strategy.write(k_cache, k.transpose(2, 3), step, time_axis=3)
+        else:
+            keys = self.strategy.write(k_cache, k, step)
         values = self.strategy.write(v_cache, v, step)
-        out = attend(q, keys, values, step["attn_mask"]).transpose(1, 2).reshape(batch, length, -1)
+        out = attend(q, keys, values, step["attn_mask"], keys_transposed=self.keys_transposed)
+        out = out.transpose(1, 2).reshape(batch, length, -1)
         return self.o_proj(out * torch.sigmoid(gate.reshape(batch, length, -1)))
 
 
@@ -233,10 +239,11 @@ class Qwen3_5(nn.Module):
                     c.linear_value_head_dim,
                 )
             else:
-                for name in layer.state_names():
-                    shapes[name] = self.strategy.cache_shape(
-                        c.num_key_value_heads, self.capacity, c.head_dim
-                    )
+                k_cache, v_cache = layer.state_names()
+                shape = self.strategy.cache_shape(c.num_key_value_heads, self.capacity, c.head_dim)
+                keys_transposed = layer.self_attn.keys_transposed
+                shapes[k_cache] = transposed_keys(shape) if keys_transposed else shape
+                shapes[v_cache] = shape
         return shapes
 
     def forward(self, input_ids: torch.Tensor, positions: torch.Tensor, *args: torch.Tensor):
@@ -247,5 +254,7 @@ class Qwen3_5(nn.Module):
         for layer in self.layers:
             h = layer(h, positions, step, states)
         h = self.norm(h)
-        weight = self.embed_tokens.weight if self.lm_head is None else self.lm_head.weight
-        return F.linear(h, weight)
+        # A tied head reads the embedding table, unless an export layout stored its own copy.
+        if self.lm_head is None:
+            return F.linear(h, self.embed_tokens.weight)
+        return self.lm_head(h)

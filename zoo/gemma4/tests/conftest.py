@@ -23,10 +23,10 @@ def checkpoints(tmp_path_factory) -> dict:
 
 @pytest.fixture(scope="session")
 def assets(checkpoints, tmp_path_factory) -> ExportedAssets:
-    """(variant, strategy) -> an exported .aimodel, exported on first use."""
+    """(variant, strategy[, layout]) -> an exported .aimodel, exported on first use."""
 
-    def export(variant, strategy, path):
+    def export(variant, strategy, path, **layout):
         model = load_gemma4(checkpoints[variant], strategy, CAPACITY)
-        return export_gemma4(model, path, chunk=CHUNK, checkpoint=checkpoints[variant])
+        return export_gemma4(model, path, chunk=CHUNK, checkpoint=checkpoints[variant], **layout)
 
     return ExportedAssets(tmp_path_factory.mktemp("gemma4-assets"), export)

@@ -23,10 +23,10 @@ def checkpoints(tmp_path_factory) -> dict:
 
 @pytest.fixture(scope="session")
 def assets(checkpoints, tmp_path_factory) -> ExportedAssets:
-    """(variant, strategy) -> an exported .aimodel, exported on first use."""
+    """(variant, strategy[, layout]) -> an exported .aimodel, exported on first use."""
 
-    def export(variant, strategy, path):
+    def export(variant, strategy, path, **layout):
         model = load_qwen3_5(checkpoints[variant], strategy, CAPACITY)
-        return export_qwen3_5(model, path, chunk=CHUNK, checkpoint=checkpoints[variant])
+        return export_qwen3_5(model, path, chunk=CHUNK, checkpoint=checkpoints[variant], **layout)
 
     return ExportedAssets(tmp_path_factory.mktemp("qwen3_5-assets"), export)

@@ -18,6 +18,7 @@ from safetensors.torch import load_file, save_file
 
 from zoo.core.checkpoint import CheckpointError
 from zoo.core.decode import ContextFullError, Generator
+from zoo.core.layout import default_layout
 from zoo.qwen3_5 import UnsupportedConfig, load_qwen3_5, torch_logits
 from zoo.qwen3_5.tiny import reference_model
 from zoo.testing import check_runtime_greedy
@@ -49,6 +50,19 @@ def test_greedy_tokens_on_the_runtime_match_transformers(checkpoints, assets, va
     )
 
 
+def test_the_as_authored_layout_decodes_the_same(checkpoints, assets):
+    """The layout the platform default replaces (nn.Linear weights, [B, H, T, D] keys)."""
+    check_runtime_greedy(
+        "qwen3_5",
+        assets["4-layer", "runtime-index", "as-authored"],
+        reference_model(checkpoints["4-layer"]),
+        "4-layer",
+        "runtime-index",
+        PROMPT,
+        layout="as-authored",
+    )
+
+
 def test_four_kinds_of_state(assets):
     with Generator(assets["4-layer", "runtime-index"]) as generator:
         states = generator.decode_fn.states
@@ -66,7 +80,10 @@ def test_four_kinds_of_state(assets):
     )
     assert states["conv_state_0"][0] == (1, 2 * 2 * 8 + 4 * 8, 3)  # q, k, v channels; K - 1
     assert states["recurrent_state_0"][0] == (1, 4, 8, 8)  # value heads, Dk, Dv
-    assert states["k_cache_3"][0] == (1, 2, CAPACITY, 16)
+    assert states["v_cache_3"][0] == (1, 2, CAPACITY, 16)  # kv heads, T, head dim
+    # zoo.core.layout: keys are stored transposed on Linux, as authored elsewhere
+    keys = (1, 2, 16, CAPACITY) if default_layout()["keys"] == "bhdt" else (1, 2, CAPACITY, 16)
+    assert states["k_cache_3"][0] == keys
 
 
 def test_mtp_weights_are_ignored_and_broken_tensors_listed(checkpoints, tmp_path):

@@ -1,0 +1,100 @@
+"""Export layouts change how weights and key caches are stored, never what a model computes."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+from zoo.core.kv import get_strategy
+from zoo.core.layers import attend
+from zoo.core.layout import (
+    TransposedLinear,
+    apply_layout,
+    default_layout,
+    layout_of,
+    resolve_layout,
+    transposed_keys,
+)
+
+
+def test_platform_defaults_and_bad_names():
+    assert default_layout("linux") == {"weights": "transposed", "keys": "bhdt"}
+    assert default_layout("darwin") == {"weights": "linear", "keys": "bhtd"}
+    assert resolve_layout("linear", "bhtd") == {"weights": "linear", "keys": "bhtd"}
+    with pytest.raises(ValueError, match="weights layout must be"):
+        resolve_layout("columns")
+    with pytest.raises(ValueError, match="keys layout must be"):
+        resolve_layout("auto", "tdhb")
+
+
+def test_transposed_linear_computes_what_linear_computes():
+    torch.manual_seed(0)
+    linear = nn.Linear(8, 5)
+    x = torch.randn(2, 3, 8)
+    transposed = TransposedLinear.from_weight(linear.weight, linear.bias)
+    assert transposed.weight_t.shape == (8, 5)
+    torch.testing.assert_close(transposed(x), linear(x))
+
+
+class TiedToy(nn.Module):
+    """The shape of a zoo model: an embedding, a projection, a tied head, a key cache flag."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.embed_tokens = nn.Embedding(11, 6)
+        self.proj = nn.Linear(6, 6, bias=False)
+        self.lm_head = None
+        self.attention = nn.Module()
+        self.attention.keys_transposed = False
+
+    def forward(self, ids):
+        h = self.proj(self.embed_tokens(ids))
+        if self.lm_head is None:
+            return nn.functional.linear(h, self.embed_tokens.weight)
+        return self.lm_head(h)
+
+
+def test_apply_layout_is_in_place_idempotent_and_keeps_the_numbers():
+    model, ids = TiedToy(), torch.tensor([[1, 4, 9]])
+    before = model(ids)
+    assert layout_of(model) == {"weights": "linear", "keys": "bhtd"}
+    assert apply_layout(model, "linear", "bhtd") == {"weights": "linear", "keys": "bhtd"}
+    assert layout_of(model) == {"weights": "linear", "keys": "bhtd"}  # nothing changed
+
+    apply_layout(model, "transposed", "bhdt")
+    assert isinstance(model.proj, TransposedLinear)
+    assert model.lm_head.weight_t.shape == (6, 11)  # the tied head got its own copy
+    assert model.attention.keys_transposed
+    torch.testing.assert_close(model(ids), before)
+    apply_layout(model, "transposed", "bhdt")  # again: nothing to do
+    torch.testing.assert_close(model(ids), before)
+    assert layout_of(model) == {"weights": "transposed", "keys": "bhdt"}
+
+
+def test_grouped_attention_with_keys_stored_transposed():
+    torch.manual_seed(0)
+    q, k, v = torch.randn(1, 4, 3, 8), torch.randn(1, 2, 5, 8), torch.randn(1, 2, 5, 8)
+    mask = torch.where(torch.rand(1, 1, 3, 5) > 0.3, 0.0, float("-inf"))
+    mask[..., 0] = 0.0  # every query sees at least one key
+    # The reference: repeat each key/value head for its query heads.
+    kr, vr = k.repeat_interleave(2, 1), v.repeat_interleave(2, 1)
+    scores = q @ kr.transpose(-1, -2) * 8**-0.5 + mask
+    want = torch.softmax(scores, -1) @ vr
+    torch.testing.assert_close(attend(q, k, v, mask), want)
+    torch.testing.assert_close(attend(q, k.transpose(2, 3), v, mask, keys_transposed=True), want)
+    torch.testing.assert_close(attend(q, k, v, mask[0, 0]), want)  # a [T, S] mask
+
+
+@pytest.mark.parametrize("name", ["runtime-index", "input-mask-blend"])
+@pytest.mark.parametrize("length", [1, 3])
+def test_chunk_strategies_write_transposed_key_caches(name, length):
+    strategy, capacity = get_strategy(name), 8
+    step = {k: torch.from_numpy(v) for k, v in strategy.host_inputs(2, capacity, length).items()}
+    column = torch.randn(1, 2, length, 4)
+    cache = torch.randn(1, 2, capacity, 4)
+    cache_t = cache.transpose(2, 3).contiguous()
+    assert cache_t.shape == transposed_keys(tuple(cache.shape))
+    strategy.write(cache, column, step)
+    strategy.write(cache_t, column.transpose(2, 3), step, time_axis=3)
+    torch.testing.assert_close(cache_t, cache.transpose(2, 3))
