@@ -53,6 +53,9 @@ class Gemma4Config:
                 for i in range(self.num_hidden_layers)
             ]
         self.layer_types[-1] = "full_attention"  # transformers forces this too
+        # config.json spells layer indices as zero-padded strings ("04" when there are more
+        # than 9 layers); key them by int.
+        self.per_layer_config = {int(k): v for k, v in (self.per_layer_config or {}).items()}
         defaults = {
             "sliding_attention": {"rope_type": "default", "rope_theta": 10_000.0},
             "full_attention": {
@@ -88,8 +91,7 @@ class Gemma4Config:
         return self.layer_types[layer] == "sliding_attention"
 
     def _override(self, layer: int, name: str, default: int) -> int:
-        overrides = self.per_layer_config.get(str(layer)) or self.per_layer_config.get(layer)
-        return (overrides or {}).get(name, default)
+        return self.per_layer_config.get(layer, {}).get(name, default)
 
     def layer_head_dim(self, layer: int) -> int:
         return self._override(layer, "head_dim", self.head_dim)

@@ -14,6 +14,7 @@ from safetensors.torch import load_file, save_file
 from zoo.core.checkpoint import CheckpointError
 from zoo.core.decode import ContextFullError, Generator
 from zoo.gemma4 import UnsupportedConfig, load_gemma4
+from zoo.gemma4.config import Gemma4Config
 
 from .conftest import CAPACITY
 
@@ -45,6 +46,20 @@ def test_unsupported_options_are_named(checkpoints, tmp_path):
     edit_config(ckpt, enable_moe_block=True, num_experts=4, top_k_experts=2)
     with pytest.raises(UnsupportedConfig, match="enable_moe_block=True"):
         load_gemma4(ckpt)
+
+
+def test_per_layer_overrides_keyed_as_config_json_spells_them():
+    # transformers writes zero-padded string keys once a model has 10 layers or more
+    layer_types = (["sliding_attention"] * 4 + ["full_attention"]) * 2 + ["full_attention"]
+    config = Gemma4Config.from_dict(
+        {
+            "model_type": "gemma4_text",
+            "num_hidden_layers": 11,
+            "layer_types": layer_types,
+            "per_layer_config": {"04": {"head_dim": 512}, "09": {"head_dim": 512}, "10": {}},
+        }
+    )
+    assert [config.layer_head_dim(i) for i in (3, 4, 9, 10)] == [256, 512, 512, 256]
 
 
 def test_missing_and_misshaped_tensors_are_listed(checkpoints, tmp_path):
