@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 ADDR ?= 127.0.0.1:8000
 
-.PHONY: serve build test lint records browser clean
+.PHONY: serve build test lint records merge bench browser clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -43,6 +43,15 @@ lint: $(STAMP)
 ## records: regenerate the committed records that pages render (Linux CPU runtime)
 records: $(STAMP)
 	$(BIN)/python -m zoo.core.records regenerate
+
+## merge: add a device's records (RECORDS=dir written by --record) to docs/records/devices/
+merge: $(STAMP)
+	@test -n "$(RECORDS)" || { echo "usage: make merge RECORDS=out/"; exit 2; }
+	$(BIN)/python -m zoo.core.records merge $(RECORDS)
+
+## bench: decode/prefill speed at real model shapes on this machine, recorded (not a test)
+bench: $(STAMP)
+	$(BIN)/python -m zoo.bench --record $(or $(RECORDS),docs/records)
 
 clean:
 	rm -rf site .pytest_cache

@@ -11,6 +11,10 @@ may crash runs here, in its own process with a timeout, and comes back as an `Ou
 - `crashed`: the process died of a signal (`signal` is SIGILL, SIGSEGV, SIGTRAP, SIGABRT...)
 - `timed out`: it ran past `timeout` seconds and was killed
 
+Runs on a GPU or the Neural Engine (`$ZOO_COMPUTE_UNIT` gpu / ane) are serialized across
+every process of this machine by a lock file: two exports compiling for, and two decodes
+running on, one GPU at once make timings meaningless and crashes ambiguous.
+
 The callable is found again in the child by name: it must be a module-level function of an
 importable module or of a `.py` file (whose top level must not do the work itself: keep that
 under `if __name__ == "__main__":`).
@@ -18,6 +22,8 @@ under `if __name__ == "__main__":`).
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import importlib
 import importlib.util
@@ -140,9 +146,32 @@ def run_script(
     return outcome
 
 
+SERIALIZED_UNITS = ("gpu", "ane")
+
+
+@contextlib.contextmanager
+def device_lock(compute_unit: str | None):
+    """Hold this machine's lock for `compute_unit` if it is shared hardware (gpu, ane)."""
+    if compute_unit not in SERIALIZED_UNITS:
+        yield
+        return
+    path = Path(tempfile.gettempdir()) / f"zoo-{compute_unit}.lock"
+    with open(path, "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # blocks until the other run is done
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
 def _run(command, timeout, env, cwd=None) -> Outcome:
-    started = time.perf_counter()
     child_env = {**os.environ, **(env or {}), "PYTHONUNBUFFERED": "1"}
+    with device_lock(child_env.get("ZOO_COMPUTE_UNIT")):
+        return _run_child(command, timeout, child_env, cwd)
+
+
+def _run_child(command, timeout, child_env, cwd) -> Outcome:
+    started = time.perf_counter()
     # A session of its own, so a timeout kills the child's children too.
     process = subprocess.Popen(
         command,

@@ -68,7 +68,91 @@ def regenerate(names: list[str], directory: Path = RECORDS_DIR) -> None:
         subprocess.run(command, cwd=ROOT, check=True)
 
 
+DEVICES_DIR = RECORDS_DIR / "devices"
+REQUIRED_PROVENANCE = ("platform", "machine", "packages", "date", "compute_unit")
+
+
+class RecordError(ValueError):
+    """A file that is not a record `pytest --record` or `python -m zoo.bench` wrote."""
+
+
+def check_record(path: Path) -> dict:
+    """Load `path` and check it has a name, results and a full provenance."""
+    try:
+        record = json.loads(Path(path).read_text())
+    except (OSError, json.JSONDecodeError) as error:
+        raise RecordError(f"{path}: not a JSON record ({error})") from error
+    missing = [key for key in ("name", "provenance", "results") if key not in record]
+    missing += [
+        f"provenance.{key}"
+        for key in REQUIRED_PROVENANCE
+        if key not in record.get("provenance", {})
+    ]
+    if missing:
+        raise RecordError(f"{path}: missing {', '.join(missing)}; was it written by --record?")
+    if record["name"] != Path(path).stem:
+        raise RecordError(
+            f"{path}: the record is named {record['name']!r}, not {Path(path).stem!r}"
+        )
+    return record
+
+
+def device_name(provenance: dict) -> str:
+    """`macos-27.0-gpu`: where a device's records go under docs/records/devices/."""
+    return f"{provenance['platform']}-{provenance['compute_unit']}"
+
+
+def merge(source: str | os.PathLike, destination: Path = DEVICES_DIR, replace: bool = False):
+    """Copy the records a device wrote (`pytest zoo/ --record DIR`, `python -m zoo.bench
+    --record DIR`) into `destination/<platform>-<compute unit>/`, for the pages to render.
+
+    Linux records are skipped (`make records` measures those). An existing record is kept
+    unless `replace`. Returns the paths written.
+    """
+    paths = sorted(Path(source).glob("*.json"))
+    if not paths:
+        raise RecordError(f"no *.json records in {source}; run `pytest zoo/ --record {source}`")
+    records = [(path, check_record(path)) for path in paths]  # all checked before any copy
+    written, kept = [], []
+    for path, record in records:
+        if record["provenance"]["platform"] == "linux":
+            print(f"skip {path.name}: a Linux record (`make records` measures those)")
+            continue
+        target = destination / device_name(record["provenance"]) / path.name
+        if target.exists() and not replace:
+            kept.append(target)
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(json.dumps(record, indent=2) + "\n")
+        written.append(target)
+        print(f"merged {path.name} -> {target.relative_to(destination.parent)}")
+    if kept:
+        names = ", ".join(str(p.relative_to(destination.parent)) for p in kept)
+        print(f"kept {len(kept)} existing record(s) ({names}); pass --replace to overwrite")
+    return written
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m zoo.core.records")
+    commands = parser.add_subparsers(dest="command", required=True)
+    regen = commands.add_parser("regenerate", help="measure the Linux records the pages render")
+    regen.add_argument("names", nargs="*", help=f"default: all of {sorted(GENERATORS)}")
+    merge_parser = commands.add_parser("merge", help="add a device's records to the site")
+    merge_parser.add_argument("source", type=Path, help="the directory --record wrote")
+    merge_parser.add_argument("--replace", action="store_true", help="overwrite existing ones")
+    args = parser.parse_args(argv)
+    if args.command == "regenerate":
+        regenerate(args.names)
+        return 0
+    try:
+        merge(args.source, replace=args.replace)
+    except RecordError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    return 0
+
+
 if __name__ == "__main__":
-    if sys.argv[1:2] != ["regenerate"]:
-        raise SystemExit("usage: python -m zoo.core.records regenerate [NAME ...]")
-    regenerate(sys.argv[2:])
+    sys.exit(main())

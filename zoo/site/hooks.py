@@ -4,9 +4,13 @@ Markers a page may hold (an HTML comment, so the raw Markdown still reads well):
 
     <!-- zoo:verified NAME -->      "Verified on linux x86_64 · coreai-core ... · DATE"
     <!-- zoo:table NAME KEY -->     the list of rows at results[KEY] of record NAME, as a table
-    <!-- zoo:outcomes NAME KEY REPORTED -->
-                                    measured rows joined with the outcomes others reported,
-                                    `zoo.core.expected.REPORTED[REPORTED]`, labelled as such
+    <!-- zoo:outcomes NAME KEY TABLE -->
+                                    measured rows, a column per device record merged into
+                                    records/devices/ (run-on-your-mac), and the outcomes
+                                    others reported (`zoo.core.expected.TABLES[TABLE]`),
+                                    labelled as such
+    <!-- zoo:devices NAME KEY -->   a table of results[KEY] per device record of NAME merged
+                                    into records/devices/, or a note that there is none yet
     <!-- zoo:pivot NAME KEY "row column" "column column" "value column" -->
                                     the rows pivoted into a compact table
     <!-- zoo:plot NAME KEY "x column" "y column" series-column -->
@@ -53,54 +57,92 @@ def render_marker(kind: str, args: list[str], records_dir: Path, page: str) -> s
             f"<small markdown>:material-check-decagram: Verified on "
             f"{describe(record['provenance'])} ([record]({link}))</small>"
         )
+    footer = f"\n\n<small>Measured on {describe(record['provenance'])} ([record]({link}))</small>"
     if kind == "table":
         if len(args) != 2:
             raise ValueError("zoo:table takes a record name and a results key")
-        rows = record["results"][args[1]]
-        return markdown_table(rows) + (
-            f"\n\n<small>Measured on {describe(record['provenance'])} ([record]({link}))</small>"
-        )
+        return markdown_table(record["results"][args[1]]) + footer
     if kind == "outcomes":
         if len(args) != 3:
-            raise ValueError("zoo:outcomes takes a record name, a results key, a REPORTED name")
-        return outcome_table(record, args[1], args[2]) + (
-            f"\n\n<small>Measured on {describe(record['provenance'])} ([record]({link}))</small>"
-        )
+            raise ValueError("zoo:outcomes takes a record name, a results key, a table name")
+        devices = [json.loads(path.read_text()) for path in _devices(records_dir, args[0])]
+        return outcome_table(record, args[1], args[2], devices) + footer
+    if kind == "devices":
+        if len(args) != 2:
+            raise ValueError("zoo:devices takes a record name and a results key")
+        return device_tables(records_dir, args[0], args[1], page)
     if kind == "pivot":
         if len(args) != 5:
             raise ValueError('zoo:pivot takes NAME KEY "row column" "column column" "value"')
-        return pivot_table(record["results"][args[1]], *args[2:]) + (
-            f"\n\n<small>Measured on {describe(record['provenance'])} ([record]({link}))</small>"
-        )
+        return pivot_table(record["results"][args[1]], *args[2:]) + footer
     if kind == "plot":
         if len(args) != 5:
             raise ValueError('zoo:plot takes NAME KEY "x column" "y column" series-column')
-        rows = record["results"][args[1]]
-        return line_chart(rows, *args[2:]) + (
-            f"\n\n<small>Measured on {describe(record['provenance'])} ([record]({link}))</small>"
+        return line_chart(record["results"][args[1]], *args[2:]) + footer
+    raise ValueError(
+        f"unknown marker kind {kind!r} (known: verified, table, outcomes, devices, pivot, plot)"
+    )
+
+
+def _devices(records_dir: Path, name: str) -> list[Path]:
+    """Records of `name` measured on other devices, merged by `zoo.core.records merge`."""
+    return sorted(records_dir.glob(f"devices/*/{name}.json"))
+
+
+def device_tables(records_dir: Path, name: str, key: str, page: str) -> str:
+    """One table per device that contributed record `name` (or a note that none has)."""
+    paths = _devices(records_dir, name)
+    if not paths:
+        return (
+            f'!!! note "No device records yet"\n    Nothing measured on Apple hardware has been '
+            f"merged for `{name}` yet: [run it on your Mac]"
+            f"({_relative_link(page, 'guides/run-on-your-mac.md')}) and contribute the records."
         )
-    raise ValueError(f"unknown marker kind {kind!r} (known: verified, table, outcomes, plot)")
+    parts = []
+    for path in paths:
+        record = json.loads(path.read_text())
+        link = _relative_link(page, f"records/devices/{path.parent.name}/{path.name}")
+        parts.append(
+            f"**{_device_label(record['provenance'])}**\n\n"
+            + markdown_table(record["results"][key])
+            + f"\n\n<small>Measured on {describe(record['provenance'])} ([record]({link}))</small>"
+        )
+    return "\n\n".join(parts)
 
 
-def outcome_table(record: dict, key: str, reported_name: str) -> str:
-    """The measured rows, with the outcome others reported for each cell beside them.
+def _device_label(provenance: dict) -> str:
+    return f"{provenance['platform']} {provenance.get('compute_unit', '')} (measured)".replace(
+        "  ", " "
+    )
 
-    A row names its cell with `key` (or `strategy`); `outcome` is what ran here.
+
+def outcome_table(record: dict, key: str, table: str, devices: list[dict] = ()) -> str:
+    """The measured rows, a column per device record, and what others reported.
+
+    A row names its cell with `key` (or `strategy`); `outcome` is what ran.
     """
-    from zoo.core.expected import REPORTED
+    from zoo.core.expected import reported_column
 
-    reported = REPORTED[reported_name]
+    reported, source = reported_column(table)
     platform = record["provenance"]["platform"]
+    on_device = [
+        (_device_label(d["provenance"]), {_cell_name(r): r["outcome"] for r in d["results"][key]})
+        for d in devices
+    ]
     rows = []
     for row in record["results"][key]:
-        cell = row.get("key", row.get("strategy"))
+        cell = _cell_name(row)
         shown = {k: v for k, v in row.items() if k not in ("key", "strategy", "seconds")}
         shown[f"{platform} CPU runtime (measured)"] = _mark(shown.pop("outcome"))
-        shown[f"{reported.platform} (reported[^reported])"] = _mark(reported.outcomes[cell])
+        for label, outcomes in on_device:
+            shown[label] = _mark(outcomes.get(cell, "not run"))
+        shown["Mac GPU, macOS 27 beta (reported[^reported])"] = _mark(reported.get(cell, "-"))
         rows.append(shown)
-    return (
-        markdown_table(rows) + f"\n\n[^reported]: Not measured by this project: {reported.source}."
-    )
+    return markdown_table(rows) + f"\n\n[^reported]: Not measured by this project: {source}."
+
+
+def _cell_name(row: dict) -> str:
+    return row.get("key", row.get("strategy"))
 
 
 def pivot_table(rows: list[dict], row_key: str, column_key: str, value_key: str) -> str:

@@ -34,3 +34,10 @@ def die(signal_name: str) -> None:
 
 def sleep(seconds: float) -> None:
     time.sleep(seconds)
+
+
+def interval(seconds: float) -> dict:
+    """When this call ran: [start, end] in wall-clock seconds."""
+    start = time.time()
+    time.sleep(seconds)
+    return {"start": start, "end": time.time()}

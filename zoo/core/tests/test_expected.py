@@ -2,11 +2,24 @@
 
 from __future__ import annotations
 
-from zoo.core.expected import LINUX_KV_WRITE, LINUX_TOY_HYBRID, REPORTED, mismatch
+import pytest
+
+from zoo.core.expected import (
+    ANY,
+    CRASHED,
+    KV_WRITE,
+    RAN_EXACT,
+    TABLES,
+    current_target,
+    expected,
+    mismatch,
+    reported_column,
+)
 
 
 def test_an_expected_crash_that_still_crashes_passes():
     assert mismatch("KV write", "index-put", "crashed (SIGILL)", "crashed (SIGILL)") is None
+    assert mismatch("KV write", "runtime-index", CRASHED, "crashed (SIGTRAP)") is None
 
 
 def test_an_expected_crash_that_now_runs_is_reported_as_fixed():
@@ -16,20 +29,40 @@ def test_an_expected_crash_that_now_runs_is_reported_as_fixed():
 
 
 def test_an_unexpected_crash_fails():
-    problem = mismatch("KV write", "runtime-index", "ran exact", "crashed (SIGTRAP)")
+    problem = mismatch("KV write", "runtime-index", RAN_EXACT, "crashed (SIGTRAP)")
     assert problem == "KV write 'runtime-index': expected 'ran exact', got 'crashed (SIGTRAP)'"
+    assert mismatch("KV write", "index-put", "crashed (SIGILL)", "crashed (SIGSEGV)")
 
 
-def test_flipping_an_expectation_turns_the_pass_into_a_failure():
+def test_flipping_an_expectation_turns_the_pass_into_a_failure(monkeypatch):
     measured = "ran exact"  # what the Linux matrix records for runtime-index
-    assert mismatch("KV write", "runtime-index", LINUX_KV_WRITE["runtime-index"], measured) is None
-    flipped = {**LINUX_KV_WRITE, "runtime-index": "crashed (SIGTRAP)"}
-    assert mismatch("KV write", "runtime-index", flipped["runtime-index"], measured) is not None
+    want = expected("kv-write", "runtime-index", "linux-cpu")
+    assert mismatch("KV write", "runtime-index", want.outcome, measured) is None
+    flipped = {**KV_WRITE["runtime-index"], "linux-cpu": want.__class__(CRASHED, "test")}
+    monkeypatch.setitem(KV_WRITE, "runtime-index", flipped)
+    want = expected("kv-write", "runtime-index", "linux-cpu")
+    assert mismatch("KV write", "runtime-index", want.outcome, measured) is not None
 
 
-def test_every_measured_cell_has_a_reported_counterpart_with_a_source():
-    pairs = [(LINUX_KV_WRITE, "kv-write-mac-gpu"), (LINUX_TOY_HYBRID, "toy-hybrid-mac-gpu")]
-    for measured, name in pairs:
-        reported = REPORTED[name]
-        assert set(reported.outcomes) == set(measured)
-        assert reported.source and reported.platform
+def test_targets_this_run_and_a_mac(monkeypatch):
+    assert current_target() == "linux-cpu"  # CI runs on Linux
+    # a Mac GPU run expects what was reported there: runtime-index crashes, the blend runs
+    assert expected("kv-write", "runtime-index", "macos-gpu").outcome == CRASHED
+    assert expected("kv-write", "input-mask-blend", "macos-gpu").outcome == RAN_EXACT
+    assert expected("toy-hybrid", "2/dynamic", "macos-gpu").outcome == CRASHED
+
+
+@pytest.mark.parametrize("target", ["macos-cpu", "macos-ane", "macos-auto"])
+def test_a_target_nobody_reported_expects_recipes_to_run(target):
+    assert expected("kv-write", "runtime-index", target).outcome == RAN_EXACT
+    assert expected("kv-write", "index-put", target).outcome == ANY  # a crash repro
+    assert mismatch("KV write", "index-put", ANY, "crashed (SIGBUS)") is None
+
+
+def test_every_cell_is_measured_here_and_reported_with_a_source():
+    for name, table in TABLES.items():
+        for cell, targets in table.items():
+            assert {"linux-cpu", "macos-gpu"} <= set(targets), (name, cell)
+            assert all(e.source for e in targets.values())
+        column, source = reported_column(name)
+        assert set(column) == set(table) and source

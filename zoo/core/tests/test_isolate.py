@@ -69,3 +69,15 @@ def test_outcome_round_trips_as_a_record():
         status="crashed", seconds=1.0, returncode=-4, signal="SIGILL", command=[sys.executable]
     )
     assert Outcome(**outcome.to_dict()) == outcome
+
+
+@pytest.mark.parametrize("unit, serialized", [("gpu", True), ("ane", True), ("cpu", False)])
+def test_gpu_and_ane_runs_are_serialized(unit, serialized):
+    from concurrent.futures import ThreadPoolExecutor
+
+    env = {"ZOO_COMPUTE_UNIT": unit}
+    with ThreadPoolExecutor(2) as pool:
+        calls = [pool.submit(run_isolated, targets.interval, 1.0, env=env) for _ in range(2)]
+        first, second = sorted((c.result().result for c in calls), key=lambda r: r["start"])
+    overlapped = second["start"] < first["end"]
+    assert overlapped is not serialized

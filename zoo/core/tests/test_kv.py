@@ -6,11 +6,10 @@ import numpy as np
 import pytest
 import torch
 
-from zoo.core.expected import LINUX_KV_WRITE, mismatch
+from zoo.core.expected import current_target, expected, mismatch
 from zoo.core.kv import STRATEGIES, RingBufferWrite, get_strategy
 from zoo.core.kv_matrix import TINY, HostDecoder, build_block, run_matrix
 from zoo.core.layers import attend
-from zoo.core.provenance import platform_name
 from zoo.testing import record
 
 DECODERS = [name for name, s in STRATEGIES.items() if not s.isolation_only]
@@ -99,9 +98,11 @@ def matrix_rows():
     return {row["strategy"]: row for row in rows}
 
 
-@pytest.mark.skipif(platform_name() != "linux", reason="expected outcomes recorded for Linux")
 @pytest.mark.parametrize("name", MATRIX)
 def test_runtime_matrix_cell_has_its_expected_outcome(matrix_rows, name):
-    """Each cell exported and run for 8 steps in its own process, against torch eager."""
-    problem = mismatch("KV write", name, LINUX_KV_WRITE[name], matrix_rows[name]["outcome"])
-    assert problem is None, problem
+    """Each cell exported and run for 8 steps in its own process, against torch eager;
+    the outcome compared with what `zoo.core.expected` expects on this target."""
+    want = expected("kv-write", name)
+    got = matrix_rows[name]["outcome"]
+    problem = mismatch(f"KV write on {current_target()}", name, want.outcome, got)
+    assert problem is None, f"{problem} (expectation: {want.source})"

@@ -7,8 +7,7 @@ import importlib.util
 
 import pytest
 
-from zoo.core.expected import LINUX_TOY_HYBRID, mismatch
-from zoo.core.provenance import platform_name
+from zoo.core.expected import TOY_HYBRID, current_target, expected, mismatch
 from zoo.site.harness import ROOT
 from zoo.testing import record
 
@@ -23,8 +22,9 @@ def toy_rows():
     return {row["key"]: row for row in rows}
 
 
-@pytest.mark.skipif(platform_name() != "linux", reason="expected outcomes recorded for Linux")
-@pytest.mark.parametrize("cell", sorted(LINUX_TOY_HYBRID))
+@pytest.mark.parametrize("cell", sorted(TOY_HYBRID))
 def test_toy_hybrid_cell_has_its_expected_outcome(toy_rows, cell):
-    problem = mismatch("toy hybrid", cell, LINUX_TOY_HYBRID[cell], toy_rows[cell]["outcome"])
-    assert problem is None, problem
+    want = expected("toy-hybrid", cell)
+    got = toy_rows[cell]["outcome"]
+    problem = mismatch(f"toy hybrid on {current_target()}", cell, want.outcome, got)
+    assert problem is None, f"{problem} (expectation: {want.source})"

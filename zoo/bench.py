@@ -1,0 +1,433 @@
+"""`python -m zoo.bench`: prefill and decode speed of the zoo models, at real shapes.
+
+Each cell (model shape x KV strategy x layout) runs in its own process (the runtime can
+crash): it builds the decoder with random weights at the shape's widths, exports it, loads
+it on the Core AI runtime (this platform, the chosen compute unit) and times, in the same
+process and on the same inputs:
+
+- load time, first-token latency (prefill of the prompt + the first decode step),
+- prefill tokens/s (whole `chunk`-token calls) and decode tokens/s (median step),
+- the same prefill chunk and decode step in torch eager (the ratio runtime / eager),
+- decode step latency at positions 0 .. capacity-1, to show whether a strategy stays flat.
+
+The roofline is the decode step's weight bytes (every projection and the head, one row of
+each embedding table) over this machine's memory read bandwidth, measured here too.
+`--record DIR` writes one record per shape (`bench-<shape>.json`) with provenance.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+import torch
+
+from zoo.core.runtime import COMPUTE_UNITS, default_compute_unit
+
+
+@dataclass(frozen=True)
+class Shape:
+    """A decoder shape to bench: the model entry, its config, and what was reduced (why)."""
+
+    model: str  # "gemma4" | "qwen3_5"
+    config: dict
+    note: str = ""
+    capacity: int = 2048
+    chunk: int = 8
+    prompt: int = 64
+    strategies: tuple[str, ...] = ("runtime-index", "input-mask-blend")
+    positions: tuple[int, ...] = (0, 1, 16, 128, 512, 1024, 1536, 2047)
+
+
+# Widths as in the published config.json files (this machine has no hub access to re-read
+# them); layer counts as published unless memory forces fewer, said in `note`.
+SHAPES: dict[str, Shape] = {
+    "qwen3_5-0.8b": Shape(
+        "qwen3_5",
+        dict(
+            vocab_size=248_320,
+            hidden_size=1024,
+            intermediate_size=3584,
+            num_hidden_layers=24,
+            num_attention_heads=8,
+            num_key_value_heads=2,
+            head_dim=256,
+            linear_num_key_heads=16,
+            linear_num_value_heads=16,
+            linear_key_head_dim=128,
+            linear_value_head_dim=128,
+            tie_word_embeddings=True,
+        ),
+        note="all 24 layers (18 GatedDeltaNet, 6 attention), tied head",
+    ),
+    "gemma4-e2b": Shape(
+        "gemma4",
+        dict(
+            vocab_size=262_144,
+            hidden_size=1536,
+            intermediate_size=6144,
+            num_hidden_layers=15,
+            num_attention_heads=8,
+            num_key_value_heads=1,
+            head_dim=256,
+            per_layer_config={i: {"head_dim": 512} for i in (4, 9, 14)},
+            layer_types=(["sliding_attention"] * 4 + ["full_attention"]) * 3,
+            sliding_window=512,
+            num_kv_shared_layers=9,
+            use_double_wide_mlp=True,
+            hidden_size_per_layer_input=256,
+            vocab_size_per_layer_input=32_768,
+            final_logit_softcapping=30.0,
+            tie_word_embeddings=True,
+        ),
+        note=(
+            "15 of 35 layers (9 of them reuse KV, as 20 of 35 do), and a per-layer-embedding "
+            "table of 32,768 rows instead of 262,144: at fp32 the full model is ~20 GB and "
+            "export needs a multiple of that (this machine has 24 GB). The PLE table is a "
+            "row lookup, so its row count changes the asset size, not the work per token"
+        ),
+    ),
+}
+
+# Tiny shapes: the same code path in seconds (the tests run them).
+TINY: dict[str, Shape] = {
+    "qwen3_5-tiny": Shape(
+        "qwen3_5",
+        dict(
+            vocab_size=256,
+            hidden_size=64,
+            intermediate_size=128,
+            num_hidden_layers=4,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            head_dim=16,
+            linear_num_key_heads=2,
+            linear_num_value_heads=4,
+            linear_key_head_dim=8,
+            linear_value_head_dim=8,
+            tie_word_embeddings=True,
+        ),
+        capacity=64,
+        chunk=4,
+        prompt=8,
+        strategies=("runtime-index",),
+        positions=(0, 1, 32, 63),
+    ),
+    "gemma4-tiny": Shape(
+        "gemma4",
+        dict(
+            vocab_size=256,
+            hidden_size=64,
+            intermediate_size=128,
+            num_hidden_layers=5,
+            num_attention_heads=4,
+            num_key_value_heads=1,
+            head_dim=16,
+            per_layer_config={1: {"head_dim": 32}, 4: {"head_dim": 32}},
+            layer_types=["sliding_attention", "full_attention", *["sliding_attention"] * 2]
+            + ["full_attention"],
+            sliding_window=8,
+            num_kv_shared_layers=2,
+            use_double_wide_mlp=True,
+            hidden_size_per_layer_input=8,
+            vocab_size_per_layer_input=256,
+            final_logit_softcapping=30.0,
+        ),
+        capacity=64,
+        chunk=4,
+        prompt=8,
+        strategies=("runtime-index",),
+        positions=(0, 1, 32, 63),
+    ),
+}
+
+# The layouts a bench compares (zoo.core.layout): as authored, then one change at a time.
+LAYOUTS = {
+    "as authored": {"weights": "linear", "keys": "bhtd"},
+    "transposed weights": {"weights": "transposed", "keys": "bhtd"},
+    "transposed weights + keys": {"weights": "transposed", "keys": "bhdt"},
+}
+DEFAULT_LAYOUT = "default"  # this platform's `zoo.core.layout.default_layout()`
+
+
+def build_decoder(shape: Shape, strategy: str, seed: int = 0) -> torch.nn.Module:
+    """The shape's decoder with random weights (std 0.02), as loaded: layout as authored."""
+    from zoo.core.kv import get_strategy
+
+    torch.manual_seed(seed)
+    if shape.model == "qwen3_5":
+        from zoo.qwen3_5.config import Qwen3_5Config
+        from zoo.qwen3_5.model import Qwen3_5
+
+        model = Qwen3_5(Qwen3_5Config(**shape.config), get_strategy(strategy), shape.capacity)
+    elif shape.model == "gemma4":
+        from zoo.gemma4.config import Gemma4Config
+        from zoo.gemma4.model import Gemma4
+
+        model = Gemma4(Gemma4Config(**shape.config), get_strategy(strategy), shape.capacity)
+    else:
+        raise ValueError(f"no zoo model {shape.model!r}")
+    with torch.no_grad():
+        for parameter in model.parameters():
+            if parameter.dim() >= 2:
+                parameter.normal_(0.0, 0.02)
+    return model.eval()
+
+
+def decode_weight_bytes(model: torch.nn.Module) -> int:
+    """Bytes of weights one decode step reads: all of them, but one row per embedding table.
+
+    A head tied to the embedding (`lm_head is None`) reads the whole table.
+    """
+    total = 0
+    for module in model.modules():
+        for parameter in module.parameters(recurse=False):
+            if isinstance(module, torch.nn.Embedding):
+                total += parameter[0].nbytes
+            else:
+                total += parameter.nbytes
+    if getattr(model, "lm_head", False) is None:
+        total += model.embed_tokens.weight.nbytes
+    return total
+
+
+def measure_read_bandwidth(megabytes: int = 1024, repeats: int = 7) -> float:
+    """GB/s of reading a buffer much larger than the caches (a sum over it), torch threads."""
+    buffer = torch.ones(megabytes * 2**20 // 4)
+    buffer.sum()  # fault the pages in
+    seconds = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        buffer.sum()
+        seconds.append(time.perf_counter() - started)
+    return buffer.nbytes / statistics.median(seconds) / 1e9
+
+
+def _median_seconds(call, repeats: int) -> float:
+    seconds = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        call()
+        seconds.append(time.perf_counter() - started)
+    return statistics.median(seconds)
+
+
+@dataclass
+class CellResult:
+    shape: str
+    strategy: str
+    layout: str
+    weights: str
+    keys: str
+    export_s: float
+    load_s: float
+    first_token_ms: float
+    prefill_tok_s: float
+    decode_ms: float
+    decode_tok_s: float
+    eager_prefill_tok_s: float
+    eager_decode_ms: float
+    runtime_over_eager: float
+    weight_mb: float
+    latency: list[dict] = field(default_factory=list)
+
+
+def bench_cell(shape_name: str, strategy: str, layout: str, workdir: str, repeats: int = 5) -> dict:
+    """Export and time one cell (run it in its own process: `run_isolated(bench_cell, ...)`)."""
+    from zoo.core.decode import Generator, decoder_spec, export_decoder
+    from zoo.core.layout import apply_layout, default_layout
+
+    shape = {**SHAPES, **TINY}[shape_name]
+    model = build_decoder(shape, strategy)
+    choice = default_layout() if layout == DEFAULT_LAYOUT else LAYOUTS[layout]
+    apply_layout(model, **choice)
+    window = shape.config.get("sliding_window") if shape.model == "gemma4" else None
+    spec = decoder_spec(model, shape.model, shape.chunk, None, window)
+    asset = os.path.join(workdir, f"{shape_name}-{strategy}-{layout.replace(' ', '-')}.aimodel")
+
+    started = time.perf_counter()
+    export_decoder(model, spec, asset, overwrite=True)
+    export_s = time.perf_counter() - started
+
+    vocab = min(shape.config["vocab_size"], shape.config.get("vocab_size_per_layer_input", 1e9))
+    prompt = np.random.default_rng(0).integers(3, vocab, shape.prompt).tolist()
+    started = time.perf_counter()
+    generator = Generator(asset)
+    load_s = time.perf_counter() - started
+    try:
+        generator.generate(prompt, 1, stop_token_ids=[])  # warm up both functions
+        first_token_s = _median_seconds(
+            lambda: generator.generate(prompt, 1, stop_token_ids=[]), max(1, repeats // 2)
+        )
+
+        def call_at(position: int, length: int):
+            function = generator.prefill_fn if length > 1 else generator.decode_fn
+            inputs = {
+                "input_ids": np.array([prompt[:length]], np.int32),
+                **spec.host_inputs(position, length),
+            }
+            return lambda: function(inputs, generator.states)
+
+        prefill_s = _median_seconds(call_at(0, shape.chunk), repeats)
+        decode_s = _median_seconds(call_at(shape.prompt, 1), repeats)
+        latency = [
+            {
+                "context position": position,
+                "median ms per step": round(
+                    _median_seconds(call_at(position, 1), repeats) * 1e3, 2
+                ),
+            }
+            for position in shape.positions
+        ]
+    finally:
+        generator.close()
+
+    states = [torch.zeros(s) for s in spec.state_shapes.values()]
+
+    def eager_at(position: int, length: int):
+        inputs = {
+            "input_ids": np.array([prompt[:length]], np.int32),
+            **spec.host_inputs(position, length),
+        }
+        tensors = [torch.from_numpy(v) for v in inputs.values()]
+        return lambda: model(*tensors, *states)
+
+    with torch.no_grad():
+        eager_at(shape.prompt, 1)()  # warm up
+        eager_prefill_s = _median_seconds(eager_at(0, shape.chunk), repeats)
+        eager_decode_s = _median_seconds(eager_at(shape.prompt, 1), repeats)
+
+    return asdict(
+        CellResult(
+            shape=shape_name,
+            strategy=strategy,
+            layout=layout,
+            weights=spec.layout["weights"],
+            keys=spec.layout["keys"],
+            export_s=round(export_s, 1),
+            load_s=round(load_s, 2),
+            first_token_ms=round(first_token_s * 1e3, 1),
+            prefill_tok_s=round(shape.chunk / prefill_s, 1),
+            decode_ms=round(decode_s * 1e3, 2),
+            decode_tok_s=round(1 / decode_s, 2),
+            eager_prefill_tok_s=round(shape.chunk / eager_prefill_s, 1),
+            eager_decode_ms=round(eager_decode_s * 1e3, 2),
+            runtime_over_eager=round(decode_s / eager_decode_s, 2),
+            weight_mb=round(decode_weight_bytes(model) / 1e6, 1),
+            latency=latency,
+        )
+    )
+
+
+def cells_for(shape: Shape, quick: bool) -> list[tuple[str, str]]:
+    """(strategy, layout) cells: each strategy in the default layout, then the layout steps
+    for the first strategy (quick: the default cell only)."""
+    cells = [(strategy, DEFAULT_LAYOUT) for strategy in shape.strategies]
+    if not quick:
+        cells += [(shape.strategies[0], layout) for layout in LAYOUTS]
+    return cells
+
+
+def run_bench(
+    shape_names: list[str],
+    workdir: str,
+    *,
+    quick: bool = False,
+    repeats: int = 5,
+    record_dir: str | None = None,
+    timeout: float = 1800,
+) -> dict[str, dict]:
+    """Bench every cell of every shape, each in its own process; returns results by shape."""
+    from zoo.core.isolate import run_isolated
+    from zoo.core.records import write_record
+
+    say(f"measuring memory read bandwidth (compute unit {default_compute_unit()}) ...")
+    bandwidth = measure_read_bandwidth()
+    say(f"  {bandwidth:.1f} GB/s")
+    results = {}
+    for name in shape_names:
+        shape = {**SHAPES, **TINY}[name]
+        rows, latency, outcomes = [], [], []
+        for strategy, layout in cells_for(shape, quick):
+            say(f"{name}: {strategy}, layout {layout}: export, load, time ...")
+            outcome = run_isolated(
+                bench_cell, name, strategy, layout, workdir, repeats, timeout=timeout
+            )
+            outcomes.append({"strategy": strategy, "layout": layout, "outcome": outcome.summary()})
+            if not outcome.ok:
+                say(f"  {outcome.summary()}\n{outcome.detail[-800:]}")
+                continue
+            cell = outcome.result
+            roofline_ms = cell["weight_mb"] / 1e3 / bandwidth * 1e3
+            row = {key: value for key, value in cell.items() if key != "latency"}
+            row["roofline_ms"] = round(roofline_ms, 2)
+            row["of_roofline"] = round(roofline_ms / cell["decode_ms"], 2)
+            rows.append(row)
+            latency += [
+                {"strategy": f"{strategy} ({layout})", **point} for point in cell["latency"]
+            ]
+            say(
+                f"  decode {cell['decode_ms']:.1f} ms ({cell['decode_tok_s']:.1f} tok/s), "
+                f"eager {cell['eager_decode_ms']:.1f} ms, ratio {cell['runtime_over_eager']}, "
+                f"{row['of_roofline']:.0%} of the roofline; prefill {cell['prefill_tok_s']} tok/s"
+            )
+        results[name] = {
+            "shape": {"model": shape.model, "note": shape.note, **asdict(shape)},
+            "bandwidth_gb_s": round(bandwidth, 1),
+            "cells": rows,
+            "outcomes": outcomes,
+            "latency": latency,
+        }
+        if record_dir:
+            path = write_record(record_dir, f"bench-{name}", results[name], default_compute_unit())
+            say(f"  recorded {path}")
+    failed = [o for r in results.values() for o in r["outcomes"] if o["outcome"] != "ok"]
+    if failed:
+        raise SystemExit(f"{len(failed)} bench cell(s) did not run: {failed}")
+    return results
+
+
+def say(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m zoo.bench", description=__doc__.split("\n")[0])
+    parser.add_argument(
+        "shapes",
+        nargs="*",
+        help=f"shapes to bench (default: all real shapes): {', '.join([*SHAPES, *TINY])}",
+    )
+    parser.add_argument("--quick", action="store_true", help="default layout cells only")
+    parser.add_argument("--repeats", type=int, default=5, help="timed calls per median")
+    parser.add_argument("--record", metavar="DIR", help="write bench-<shape>.json records")
+    parser.add_argument("--workdir", default=None, help="where assets go (default: a temp dir)")
+    parser.add_argument(
+        "--compute-unit", choices=COMPUTE_UNITS, default=None, help="default: $ZOO_COMPUTE_UNIT"
+    )
+    args = parser.parse_args(argv)
+    unknown = [s for s in args.shapes if s not in {**SHAPES, **TINY}]
+    if unknown:
+        parser.error(f"unknown shape(s) {unknown}; known: {[*SHAPES, *TINY]}")
+    if args.compute_unit:
+        os.environ["ZOO_COMPUTE_UNIT"] = args.compute_unit  # the cells' processes inherit it
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="zoo-bench-") as tmp:
+        run_bench(
+            args.shapes or list(SHAPES),
+            args.workdir or tmp,
+            quick=args.quick,
+            repeats=args.repeats,
+            record_dir=args.record,
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,111 @@
+"""A Mac's records merge into the site: checked first, kept unless replaced, rendered."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from zoo.core.records import DEVICES_DIR, RecordError, merge, write_record
+from zoo.site.hooks import render_marker
+
+MAC = {
+    "platform": "macos-27.0",
+    "os": "macOS-27.0-arm64-arm-64bit",
+    "machine": "arm64",
+    "processor": "arm",
+    "python": "3.11.7",
+    "zoo": "0.1.0",
+    "packages": {"coreai-core": "1.0.0b3", "coreai-torch": "0.4.3", "torch": "2.13.0"},
+    "date": "2026-11-30T09:00:00Z",
+    "compute_unit": "gpu",
+}
+
+
+def mac_record(directory, name, results, **provenance):
+    """A record as `pytest --record` writes it on a Mac (provenance replaced)."""
+    path = write_record(directory, name, results, compute_unit="gpu")
+    record = json.loads(path.read_text())
+    record["provenance"] = {**MAC, **provenance}
+    path.write_text(json.dumps(record))
+    return path
+
+
+def test_merge_files_records_by_device_and_keeps_what_exists(tmp_path, capsys):
+    out, site = tmp_path / "out", tmp_path / "records" / "devices"
+    rows = [{"strategy": "runtime-index", "outcome": "crashed (SIGTRAP)"}]
+    mac_record(out, "kv-write-matrix", {"outcomes": rows})
+    write_record(out, "linux-run", {"rows": []}, compute_unit="auto")  # this machine's
+
+    written = merge(out, site)
+    assert [p.relative_to(site).as_posix() for p in written] == [
+        "macos-27.0-gpu/kv-write-matrix.json"
+    ]
+    assert "skip linux-run.json" in capsys.readouterr().out
+
+    mac_record(out, "kv-write-matrix", {"outcomes": [{**rows[0], "outcome": "ran exact"}]})
+    assert merge(out, site) == []  # nothing lost: the first record stays
+    assert "pass --replace" in capsys.readouterr().out
+    kept = json.loads((site / "macos-27.0-gpu/kv-write-matrix.json").read_text())
+    assert kept["results"]["outcomes"][0]["outcome"] == "crashed (SIGTRAP)"
+    merge(out, site, replace=True)
+    replaced = json.loads((site / "macos-27.0-gpu/kv-write-matrix.json").read_text())
+    assert replaced["results"]["outcomes"][0]["outcome"] == "ran exact"
+
+
+def test_merge_checks_every_record_before_copying_any(tmp_path):
+    out, site = tmp_path / "out", tmp_path / "devices"
+    mac_record(out, "good", {"rows": []})
+    broken = mac_record(out, "broken", {"rows": []})
+    record = json.loads(broken.read_text())
+    del record["provenance"]["compute_unit"]
+    broken.write_text(json.dumps(record))
+    with pytest.raises(RecordError, match="missing provenance.compute_unit"):
+        merge(out, site)
+    assert not site.exists()
+    with pytest.raises(RecordError, match=r"no \*.json records"):
+        merge(tmp_path / "empty", site)
+
+
+def test_merge_command_fails_loudly_on_a_bad_directory(tmp_path):
+    done = subprocess.run(
+        [sys.executable, "-m", "zoo.core.records", "merge", str(tmp_path)],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 2
+    assert "no *.json records" in done.stderr
+    assert not DEVICES_DIR.exists() or list(DEVICES_DIR.glob("*"))  # untouched
+
+
+def test_a_merged_device_record_becomes_a_measured_column(tmp_path):
+    records = tmp_path / "records"
+    linux = [
+        {"strategy": "runtime-index", "outcome": "ran exact"},
+        {"strategy": "input-mask-blend", "outcome": "ran exact"},
+    ]
+    write_record(records, "kv-write-matrix", {"outcomes": linux})
+    page = "gotchas/mpsgraph-kv-write.md"
+    before = render_marker("outcomes", ["kv-write-matrix", "outcomes", "kv-write"], records, page)
+    assert "(measured)" in before and "reported" in before and "macos-27.0" not in before
+
+    mac = [{"strategy": "runtime-index", "outcome": "crashed (SIGTRAP)"}]
+    mac_record(records / "devices" / "macos-27.0-gpu", "kv-write-matrix", {"outcomes": mac})
+    after = render_marker("outcomes", ["kv-write-matrix", "outcomes", "kv-write"], records, page)
+    header = after.splitlines()[0]
+    assert "macos-27.0 gpu (measured)" in header
+    assert ":material-close: crashed (SIGTRAP)" in after
+    assert "not run" in after  # the Mac record has no input-mask-blend row
+
+
+def test_device_tables_say_when_no_device_contributed(tmp_path):
+    records = tmp_path / "records"
+    write_record(records, "bench-x", {"cells": [{"decode_ms": 1.0}]})
+    page = "performance.md"
+    assert "No device records yet" in render_marker("devices", ["bench-x", "cells"], records, page)
+    mac_record(records / "devices" / "macos-27.0-gpu", "bench-x", {"cells": [{"decode_ms": 2.5}]})
+    table = render_marker("devices", ["bench-x", "cells"], records, page)
+    assert "macos-27.0 gpu (measured)" in table and "2.5" in table
+    assert "records/devices/macos-27.0-gpu/bench-x.json" in table
