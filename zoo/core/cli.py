@@ -15,8 +15,8 @@ from zoo.core.layout import KEY_LAYOUTS, WEIGHT_LAYOUTS, resolve_layout
 from zoo.core.runtime import COMPUTE_UNITS, default_compute_unit
 
 
-def run_command(command: str) -> str:
-    """Run a command line as a reader types it (`python` is this interpreter).
+def run_command(command: str, cwd: str | Path | None = None) -> str:
+    """Run a command line as a reader types it (`python` is this interpreter), in `cwd`.
 
     Progress (stderr) is printed; the command's stdout is returned. Fails loudly.
     """
@@ -25,7 +25,7 @@ def run_command(command: str) -> str:
 
     args = shlex.split(command)
     args[0] = sys.executable if args[0] == "python" else args[0]
-    done = subprocess.run(args, capture_output=True, text=True)
+    done = subprocess.run(args, capture_output=True, text=True, cwd=cwd)
     print(done.stderr, end="")
     if done.returncode != 0:
         raise RuntimeError(f"`{command}` exited with {done.returncode}")

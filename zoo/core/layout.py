@@ -4,10 +4,10 @@ Two choices, each measured by `python -m zoo.bench` (docs/performance.md):
 
 - weights: "linear" keeps `nn.Linear`'s `[out, in]` weight and computes `x @ W^T`;
   "transposed" stores `W_t` as `[in, out]` and computes `x @ W_t`. On the Linux CPU runtime
-  of coreai-core 1.0.0b3 the transpose of `x @ W^T` is paid on every call: a
-  `[1, 1024] x [1024, 248320]` head took 755 ms as `F.linear` and 49 ms as `x @ W_t`.
-  A head tied to the embedding gets its own transposed copy (the embedding keeps
-  `[vocab, hidden]` for the row lookup), so a tied model stores that table twice.
+  of coreai-core 1.0.0b3 the transpose of `x @ W^T` is paid on every call (the bench's
+  "as authored" rows). A head tied to the embedding gets its own transposed copy (the
+  embedding keeps `[vocab, hidden]` for the row lookup), so a tied model stores that table
+  twice.
 - keys: "bhtd" keeps the key cache as `[B, H, T, D]` like the value cache, so every step
   transposes the whole cache for `q @ K^T`; "bhdt" stores it `[B, H, D, T]`, and the step
   writes a column instead.
@@ -80,6 +80,7 @@ class TransposedLinear(nn.Module):
         return out if self.bias is None else out + self.bias
 
 
+# --8<-- [start:apply]
 def apply_layout(model: nn.Module, weights: str = "auto", keys: str = "auto") -> dict[str, str]:
     """Re-store a zoo model's weights and key caches in a layout, in place; returns it.
 
@@ -99,6 +100,9 @@ def apply_layout(model: nn.Module, weights: str = "auto", keys: str = "auto") ->
             if hasattr(module, "keys_transposed"):
                 module.keys_transposed = True
     return layout
+
+
+# --8<-- [end:apply]
 
 
 def layout_of(model: nn.Module) -> dict[str, str]:

@@ -84,12 +84,10 @@ class GatedDeltaNet(nn.Module):
 
     def forward(self, x, conv_state, recurrent_state) -> torch.Tensor:
         batch, length, _ = x.shape
-        qkv, new_conv = causal_conv(
-            self.in_proj_qkv(x).transpose(1, 2), conv_state, self.conv1d.weight
-        )
+        qkv, new_conv = causal_conv(self.in_proj_qkv(x), conv_state, self.conv1d.weight)
         conv_state.copy_(new_conv)
         keys = self.key_heads * self.key_dim
-        q, k, v = torch.split(qkv.transpose(1, 2), [keys, keys, qkv.shape[1] - 2 * keys], -1)
+        q, k, v = torch.split(qkv, [keys, keys, qkv.shape[-1] - 2 * keys], -1)
         repeat = self.value_heads // self.key_heads  # each key head serves `repeat` value heads
         q = q.reshape(batch, length, self.key_heads, self.key_dim).repeat_interleave(repeat, 2)
         k = k.reshape(batch, length, self.key_heads, self.key_dim).repeat_interleave(repeat, 2)
@@ -231,7 +229,7 @@ class Qwen3_5(nn.Module):
         for layer in self.layers:
             if layer.linear:
                 conv, recurrent = layer.state_names()
-                shapes[conv] = (1, c.conv_dim, c.linear_conv_kernel_dim - 1)
+                shapes[conv] = (1, c.linear_conv_kernel_dim - 1, c.conv_dim)  # time-major
                 shapes[recurrent] = (
                     1,
                     c.linear_num_value_heads,

@@ -4,6 +4,7 @@ Markers a page may hold (an HTML comment, so the raw Markdown still reads well):
 
     <!-- zoo:verified NAME -->      "Verified on linux x86_64 · coreai-core ... · DATE"
     <!-- zoo:table NAME KEY -->     the list of rows at results[KEY] of record NAME, as a table
+    <!-- zoo:table NAME KEY "a,b" -->   the same, columns a and b only
     <!-- zoo:outcomes NAME KEY TABLE -->
                                     measured rows, a column per device record merged into
                                     records/devices/ (run-on-your-mac), and the outcomes
@@ -11,6 +12,8 @@ Markers a page may hold (an HTML comment, so the raw Markdown still reads well):
                                     labelled as such
     <!-- zoo:devices NAME KEY -->   a table of results[KEY] per device record of NAME merged
                                     into records/devices/, or a note that there is none yet
+    <!-- zoo:expectations TABLE -->  the expected outcome of each cell per target, with
+                                    sources (`zoo.core.expected.TABLES[TABLE]`)
     <!-- zoo:pivot NAME KEY "row column" "column column" "value column" -->
                                     the rows pivoted into a compact table
     <!-- zoo:plot NAME KEY "x column" "y column" series-column -->
@@ -50,6 +53,8 @@ def on_page_markdown(markdown: str, page, config, files) -> str:
 def render_marker(kind: str, args: list[str], records_dir: Path, page: str) -> str:
     if not args:
         raise ValueError("the marker names no record")
+    if kind == "expectations":  # data in zoo.core.expected, not a record
+        return expectation_table(args[0])
     record = _load(records_dir, args[0])
     link = _relative_link(page, f"records/{args[0]}.json")
     if kind == "verified":
@@ -59,9 +64,16 @@ def render_marker(kind: str, args: list[str], records_dir: Path, page: str) -> s
         )
     footer = f"\n\n<small>Measured on {describe(record['provenance'])} ([record]({link}))</small>"
     if kind == "table":
-        if len(args) != 2:
-            raise ValueError("zoo:table takes a record name and a results key")
-        return markdown_table(record["results"][args[1]]) + footer
+        if len(args) not in (2, 3):
+            raise ValueError('zoo:table takes a record name, a results key [, "col,col"]')
+        rows = record["results"][args[1]]
+        if len(args) == 3:
+            columns = [c.strip() for c in args[2].split(",")]
+            missing = [c for c in columns if c not in rows[0]]
+            if missing:
+                raise KeyError(f"no column(s) {missing} in {args[0]}: {list(rows[0])}")
+            rows = [{c: row.get(c) for c in columns} for row in rows]
+        return markdown_table(rows) + footer
     if kind == "outcomes":
         if len(args) != 3:
             raise ValueError("zoo:outcomes takes a record name, a results key, a table name")
@@ -139,6 +151,35 @@ def outcome_table(record: dict, key: str, table: str, devices: list[dict] = ()) 
         shown["Mac GPU, macOS 27 beta (reported[^reported])"] = _mark(reported.get(cell, "-"))
         rows.append(shown)
     return markdown_table(rows) + f"\n\n[^reported]: Not measured by this project: {source}."
+
+
+def expectation_table(table: str) -> str:
+    """Cell x target -> expected outcome, footnoted with where each expectation comes from:
+    on the target's header, and on a cell whose source differs from its column's."""
+    from zoo.core.expected import TABLES, expected
+
+    targets = ["linux-cpu", "macos-gpu", "macos-cpu", "macos-ane"]
+    sources: list[str] = []
+
+    def note(source: str) -> str:
+        if source not in sources:
+            sources.append(source)
+        return f"[^{table}-{sources.index(source) + 1}]"
+
+    cells = list(TABLES[table])
+    headers = {t: f"{t}{note(expected(table, cells[0], t).source)}" for t in targets}
+    rows = []
+    for cell in cells:
+        row = {"cell": cell}
+        for target in targets:
+            expectation = expected(table, cell, target)
+            own = expectation.source != expected(table, cells[0], target).source
+            row[headers[target]] = _mark(expectation.outcome) + (
+                note(expectation.source) if own else ""
+            )
+        rows.append(row)
+    notes = "\n".join(f"[^{table}-{i}]: {source}." for i, source in enumerate(sources, 1))
+    return markdown_table(rows) + "\n\n" + notes
 
 
 def _cell_name(row: dict) -> str:

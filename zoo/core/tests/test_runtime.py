@@ -183,3 +183,46 @@ def test_pytest_record_option_writes_records_with_provenance(tmp_path):
     assert written["results"]["rows"][0]["outcome"] == "ran exact"
     assert written["provenance"]["compute_unit"] == "auto"
     assert written["provenance"]["packages"]["coreai-core"]
+
+
+def test_the_macos_compute_unit_mapping_matches_the_runtime_api(monkeypatch):
+    """The macOS branch, run here against the API's stubs: each compute unit asks for the
+    specialization coreai-core declares (the calls themselves only run on a Mac)."""
+    import ast
+    import importlib.util
+    from pathlib import Path
+
+    import coreai.runtime
+
+    import zoo.core.runtime as runtime
+
+    stub = Path(importlib.util.find_spec("coreai.runtime").origin).with_suffix(".pyi")
+    classes = {
+        node.name: {f.name for f in node.body if isinstance(f, ast.FunctionDef)}
+        for node in ast.parse(stub.read_text()).body
+        if isinstance(node, ast.ClassDef)
+    }
+    assert {"cpu", "gpu", "neural_engine"} <= classes["ComputeUnitKind"]
+    assert {"cpu_only", "default", "from_preferred_compute_unit_kind"} <= {
+        name for name in dir(coreai.runtime.SpecializationOptions)
+    }
+
+    class Kind:  # stands in for the macOS-only native ComputeUnitKind
+        gpu = classmethod(lambda cls: "kind:gpu")
+        neural_engine = classmethod(lambda cls: "kind:ane")
+
+    options = coreai.runtime.SpecializationOptions
+    monkeypatch.setattr(runtime, "os_framework_available", lambda: True)
+    monkeypatch.setattr(coreai.runtime, "ComputeUnitKind", Kind, raising=False)
+    monkeypatch.setattr(options, "default", classmethod(lambda cls: "default"))
+    monkeypatch.setattr(options, "cpu_only", classmethod(lambda cls: "cpu only"))
+    monkeypatch.setattr(
+        options, "from_preferred_compute_unit_kind", classmethod(lambda cls, k: f"prefer {k}")
+    )
+    chosen = {unit: runtime._specialization(unit) for unit in runtime.COMPUTE_UNITS}
+    assert chosen == {
+        "auto": "default",
+        "cpu": "cpu only",
+        "gpu": "prefer kind:gpu",
+        "ane": "prefer kind:ane",
+    }

@@ -93,7 +93,8 @@ def test_strategies_that_cannot_serve_are_refused(checkpoints):
 
 @pytest.fixture(scope="module")
 def generator(assets):
-    with Generator(assets["softcap", "runtime-index"]) as loaded:
+    # The host loop's contract, in this process: the strategy reported to run on a Mac GPU.
+    with Generator(assets["softcap", "input-mask-blend"]) as loaded:
         yield loaded
 
 

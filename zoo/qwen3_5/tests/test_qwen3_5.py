@@ -64,7 +64,7 @@ def test_the_as_authored_layout_decodes_the_same(checkpoints, assets):
 
 
 def test_four_kinds_of_state(assets):
-    with Generator(assets["4-layer", "runtime-index"]) as generator:
+    with Generator(assets["4-layer", "input-mask-blend"]) as generator:
         states = generator.decode_fn.states
     assert sorted(states) == sorted(
         [
@@ -78,7 +78,7 @@ def test_four_kinds_of_state(assets):
             "v_cache_3",
         ]
     )
-    assert states["conv_state_0"][0] == (1, 2 * 2 * 8 + 4 * 8, 3)  # q, k, v channels; K - 1
+    assert states["conv_state_0"][0] == (1, 3, 2 * 2 * 8 + 4 * 8)  # K - 1; q, k, v channels
     assert states["recurrent_state_0"][0] == (1, 4, 8, 8)  # value heads, Dk, Dv
     assert states["v_cache_3"][0] == (1, 2, CAPACITY, 16)  # kv heads, T, head dim
     # zoo.core.layout: keys are stored transposed on Linux, as authored elsewhere

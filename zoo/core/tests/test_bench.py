@@ -1,0 +1,69 @@
+"""The bench measures what its records say, at tiny shapes (the real ones: `make bench`)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from zoo.bench import TINY, build_decoder, decode_weight_bytes, run_bench
+from zoo.core.layout import apply_layout
+
+
+def test_decode_weight_bytes_counts_one_embedding_row_and_the_head():
+    model = build_decoder(TINY["qwen3_5-tiny"], "runtime-index")
+    table = model.embed_tokens.weight
+    others = sum(p.nbytes for n, p in model.named_parameters() if n != "embed_tokens.weight")
+    # tied head: the whole table is read by the head, one row by the lookup
+    assert decode_weight_bytes(model) == others + table[0].nbytes + table.nbytes
+    apply_layout(model, "transposed", "bhdt")  # the head is now a copy: counted once, as such
+    assert decode_weight_bytes(model) == others + table[0].nbytes + table.nbytes
+
+
+@pytest.fixture(scope="module")
+def bench_records(tmp_path_factory):
+    out = tmp_path_factory.mktemp("bench")
+    results = run_bench(["qwen3_5-tiny", "gemma4-tiny"], str(out), quick=True, record_dir=out)
+    return results, out
+
+
+def test_bench_records_every_cell_with_provenance(bench_records):
+    results, out = bench_records
+    for name in ("qwen3_5-tiny", "gemma4-tiny"):
+        record = json.loads((out / f"bench-{name}.json").read_text())
+        assert record["provenance"]["compute_unit"] == "auto"
+        assert record["results"] == json.loads(json.dumps(results[name]))
+        shape = TINY[name]
+        (cell,) = record["results"]["cells"]  # --quick: the default layout, one strategy
+        assert (cell["strategy"], cell["layout"]) == (shape.strategies[0], "default")
+        assert (cell["weights"], cell["keys"]) == ("transposed", "bhdt")  # Linux default
+        assert cell["decode ms"] > 0 and cell["eager decode ms"] > 0
+        ratio = cell["decode ms"] / cell["eager decode ms"]
+        assert cell["runtime / eager"] == pytest.approx(ratio, abs=0.06)
+        roofline = cell["weights MB/token"] / record["results"]["bandwidth_gb_s"]
+        assert cell["roofline ms"] == pytest.approx(roofline, abs=0.06)
+        positions = [p["context position"] for p in record["results"]["latency"]]
+        assert positions == list(shape.positions)
+        assert [o["outcome"] for o in record["results"]["outcomes"]] == ["ok"]
+
+
+def test_bench_command_refuses_unknown_shapes():
+    done = subprocess.run(
+        [sys.executable, "-m", "zoo.bench", "llama-70b"], capture_output=True, text=True
+    )
+    assert done.returncode == 2
+    assert "unknown shape(s) ['llama-70b']" in done.stderr
+    assert "qwen3_5-0.8b" in done.stderr  # it lists what it knows
+
+
+def test_bench_models_compute_the_same_in_every_layout():
+    model = build_decoder(TINY["gemma4-tiny"], "runtime-index")
+    from zoo.gemma4.export import torch_logits
+
+    ids = [3, 7, 11, 5]
+    before = torch_logits(model, ids)
+    apply_layout(model, "transposed", "bhdt")
+    torch.testing.assert_close(torch_logits(model, ids), before)
