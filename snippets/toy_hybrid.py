@@ -119,7 +119,7 @@ def example_inputs(ndelta: int) -> dict[str, torch.Tensor]:
         ),
         "k_cache": torch.zeros(1, c.num_key_value_heads, CAPACITY, c.head_dim),
         "v_cache": torch.zeros(1, c.num_key_value_heads, CAPACITY, c.head_dim),
-        "conv_state": torch.zeros(ndelta, 1, c.conv_dim, 3),
+        "conv_state": torch.zeros(ndelta, 1, 3, c.conv_dim),
         "ssm_state": torch.zeros(ndelta, 1, 4, 8, 8),
     }
 

@@ -311,7 +311,7 @@ def _load(records_dir: Path, name: str) -> dict:
     if not path.exists():
         raise FileNotFoundError(
             f"no record {path}; generate it with `make records` (python -m zoo.core.records "
-            "regenerate)"
+            "regenerate), or `make bench` for a bench-* record"
         )
     return json.loads(path.read_text())
 
