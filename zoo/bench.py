@@ -157,6 +157,7 @@ LAYOUTS = {
     "as authored": {"weights": "linear", "keys": "bhtd"},
     "transposed weights": {"weights": "transposed", "keys": "bhtd"},
     "transposed weights + keys": {"weights": "transposed", "keys": "bhdt"},
+    "blocked MLP + keys": {"weights": "blocked", "keys": "bhdt"},
 }
 DEFAULT_LAYOUT = "default"  # this platform's `zoo.core.layout.default_layout()`
 
@@ -318,12 +319,59 @@ def bench_cell(shape_name: str, strategy: str, layout: str, workdir: str, repeat
     }
 
 
+def profile_cell(shape_name: str, workdir: str) -> dict:
+    """Where a decode step and a prefill chunk spend their time, per runtime op (default
+    layout, first strategy). Run it in its own process."""
+    from zoo.core.decode import Generator, decoder_spec, export_decoder
+    from zoo.core.layout import apply_layout
+    from zoo.core.profile import profile_call
+
+    shape = {**SHAPES, **TINY}[shape_name]
+    model = build_decoder(shape, shape.strategies[0])
+    apply_layout(model)
+    window = shape.config.get("sliding_window") if shape.model == "gemma4" else None
+    spec = decoder_spec(model, shape.model, shape.chunk, None, window)
+    asset = export_decoder(model, spec, os.path.join(workdir, f"{shape_name}-profile.aimodel"))
+    del model
+    gc.collect()
+    profiles = {"strategy": shape.strategies[0], "layout": spec.layout}
+    with Generator(asset) as generator:
+        for name, position, length in (("decode", shape.prompt, 1), ("prefill", 0, shape.chunk)):
+            inputs = {"input_ids": np.full((1, length), 5, np.int32)}
+            inputs.update(spec.host_inputs(position, length))
+            profiles[name] = profile_call(generator.model, name, inputs, generator.states)
+    return profiles
+
+
+def run_profiles(shape_names: list[str], workdir: str, record_dir: str | None) -> dict:
+    """Profile each shape in its own process; records `bench-profile-<shape>.json`."""
+    from zoo.core.isolate import run_isolated
+    from zoo.core.records import write_record
+
+    results = {}
+    for name in shape_names:
+        say(f"{name}: profiling a decode step and a prefill chunk ...")
+        outcome = run_isolated(profile_cell, name, workdir, timeout=1800)
+        if not outcome.ok:
+            raise SystemExit(f"{name}: {outcome.summary()}\n{outcome.detail[-800:]}")
+        results[name] = outcome.result
+        for function in ("decode", "prefill"):
+            top = ", ".join(f"{r['op']} {r['share']}" for r in outcome.result[function][:4])
+            say(f"  {function}: {top}")
+        if record_dir:
+            write_record(record_dir, f"bench-profile-{name}", results[name], default_compute_unit())
+    return results
+
+
 def cells_for(shape: Shape, quick: bool) -> list[tuple[str, str]]:
     """(strategy, layout) cells: each strategy in the default layout, then the layout steps
-    for the first strategy (quick: the default cell only)."""
+    for the first strategy, but the one the default cell measured (quick: defaults only)."""
+    from zoo.core.layout import default_layout
+
     cells = [(strategy, DEFAULT_LAYOUT) for strategy in shape.strategies]
     if not quick:
-        cells += [(shape.strategies[0], layout) for layout in LAYOUTS]
+        steps = [name for name, layout in LAYOUTS.items() if layout != default_layout()]
+        cells += [(shape.strategies[0], layout) for layout in steps]
     return cells
 
 
@@ -413,6 +461,9 @@ def main(argv: list[str] | None = None) -> int:
         help=f"shapes to bench (default: all real shapes): {', '.join([*SHAPES, *TINY])}",
     )
     parser.add_argument("--quick", action="store_true", help="default layout cells only")
+    parser.add_argument(
+        "--profile", action="store_true", help="per-op profile of a decode step and a prefill"
+    )
     parser.add_argument("--repeats", type=int, default=5, help="timed calls per median")
     parser.add_argument("--record", metavar="DIR", help="write bench-<shape>.json records")
     parser.add_argument("--workdir", default=None, help="where assets go (default: a temp dir)")
@@ -428,6 +479,9 @@ def main(argv: list[str] | None = None) -> int:
     import tempfile
 
     with tempfile.TemporaryDirectory(prefix="zoo-bench-") as tmp:
+        if args.profile:
+            run_profiles(args.shapes or list(SHAPES), args.workdir or tmp, args.record)
+            return 0
         run_bench(
             args.shapes or list(SHAPES),
             args.workdir or tmp,

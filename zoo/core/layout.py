@@ -8,6 +8,10 @@ Two choices, each measured by `python -m zoo.bench` (docs/performance.md):
   "as authored" rows). A head tied to the embedding gets its own transposed copy (the
   embedding keeps `[vocab, hidden]` for the row lookup), so a tied model stores that table
   twice.
+  "blocked" is "transposed" with each gated MLP cut along its intermediate width into
+  even blocks of at most `MLP_BLOCK` columns, summed: the runtime's `x @ W_t` ran at about
+  half the memory bandwidth for 6144- and 12288-wide outputs and at full speed for 3072- to
+  3584-wide ones (the bench's rows; docs/performance.md).
 - keys: "bhtd" keeps the key cache as `[B, H, T, D]` like the value cache, so every step
   transposes the whole cache for `q @ K^T`; "bhdt" stores it `[B, H, D, T]`, and the step
   writes a column instead.
@@ -23,20 +27,24 @@ import sys
 import torch
 from torch import nn
 
-WEIGHT_LAYOUTS = ("linear", "transposed")
+from zoo.core.layers import GatedMLP
+
+WEIGHT_LAYOUTS = ("linear", "transposed", "blocked")
+MLP_BLOCK = 3584  # "blocked": the widest MLP block (Qwen3.5-0.8B's 3584 stays whole)
 KEY_LAYOUTS = ("bhtd", "bhdt")
 
 
 def default_layout(platform: str | None = None) -> dict[str, str]:
     """The layout zoo exports use on `platform` (default: this one).
 
-    Linux (coreai-core's CPU runtime): transposed weights and keys, both measured faster.
+    Linux (coreai-core's CPU runtime): blocked transposed weights and transposed keys, each
+    measured faster.
     macOS: as authored until a Mac has measured otherwise: the OS runtime plans GPU/ANE
     matmuls itself, and nothing in this project has run there yet.
     """
     platform = sys.platform if platform is None else platform
     if platform.startswith("linux"):
-        return {"weights": "transposed", "keys": "bhdt"}
+        return {"weights": "blocked", "keys": "bhdt"}
     return {"weights": "linear", "keys": "bhtd"}
 
 
@@ -80,6 +88,45 @@ class TransposedLinear(nn.Module):
         return out if self.bias is None else out + self.bias
 
 
+def _weight_t(projection: nn.Module) -> torch.Tensor:
+    """`[in, out]` weight of an `nn.Linear` or a `TransposedLinear`."""
+    if isinstance(projection, TransposedLinear):
+        return projection.weight_t.detach()
+    return projection.weight.detach().t()
+
+
+class BlockedGatedMLP(nn.Module):
+    """`GatedMLP` cut into column blocks: `sum_j down_j(act(gate_j(x)) * up_j(x))`.
+
+    The same function (up to float summation order), with every projection stored `[in,
+    out]` and no output wider than `block`; no concat (per-element costly on the runtime).
+    """
+
+    def __init__(self, mlp: GatedMLP, block: int = MLP_BLOCK) -> None:
+        super().__init__()
+        self.activation = mlp.activation
+        width = _weight_t(mlp.down_proj).shape[0]
+        count = -(-width // block)  # as few blocks as fit, as even as possible
+        sizes = [width // count + (i < width % count) for i in range(count)]
+
+        def blocks(projection: nn.Module, dim: int) -> nn.ParameterList:
+            pieces = _weight_t(projection).split(sizes, dim)
+            return nn.ParameterList(
+                nn.Parameter(piece.contiguous(), requires_grad=False) for piece in pieces
+            )
+
+        self.gates = blocks(mlp.gate_proj, 1)
+        self.ups = blocks(mlp.up_proj, 1)
+        self.downs = blocks(mlp.down_proj, 0)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out = None
+        for gate, up, down in zip(self.gates, self.ups, self.downs, strict=True):
+            part = (self.activation(x @ gate) * (x @ up)) @ down
+            out = part if out is None else out + part
+        return out
+
+
 # --8<-- [start:apply]
 def apply_layout(model: nn.Module, weights: str = "auto", keys: str = "auto") -> dict[str, str]:
     """Re-store a zoo model's weights and key caches in a layout, in place; returns it.
@@ -88,7 +135,12 @@ def apply_layout(model: nn.Module, weights: str = "auto", keys: str = "auto") ->
     export. "linear" / "bhtd" leave the model as it is; applying a layout twice is a no-op.
     """
     layout = resolve_layout(weights, keys)
-    if layout["weights"] == "transposed":
+    if layout["weights"] == "blocked":
+        for parent in list(model.modules()):
+            for name, child in list(parent.named_children()):
+                if isinstance(child, GatedMLP):
+                    setattr(parent, name, BlockedGatedMLP(child))
+    if layout["weights"] in ("transposed", "blocked"):
         for parent in list(model.modules()):
             for name, child in list(parent.named_children()):
                 if isinstance(child, nn.Linear):
@@ -108,9 +160,13 @@ def apply_layout(model: nn.Module, weights: str = "auto", keys: str = "auto") ->
 def layout_of(model: nn.Module) -> dict[str, str]:
     """The layout `model` is stored in now."""
     modules = list(model.modules())
+    if any(isinstance(m, BlockedGatedMLP) for m in modules):
+        weights = "blocked"
+    elif any(isinstance(m, TransposedLinear) for m in modules):
+        weights = "transposed"
+    else:
+        weights = "linear"
     return {
-        "weights": (
-            "transposed" if any(isinstance(m, TransposedLinear) for m in modules) else "linear"
-        ),
+        "weights": weights,
         "keys": "bhdt" if any(getattr(m, "keys_transposed", False) for m in modules) else "bhtd",
     }

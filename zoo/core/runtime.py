@@ -139,13 +139,18 @@ class Model:
     def function_names(self) -> list[str]:
         return list(self._model.function_names)
 
-    def function(self, name: str = "main") -> Function:
+    def function(self, name: str = "main", profiler=None) -> Function:
+        """The function `name`; with a `coreai.runtime.Profiler`, a fresh profiled one."""
         if self._model is None:
             raise RuntimeError(f"{self.path} was closed; load it again")
         if name not in self.function_names:
             raise KeyError(
                 f"{self.path.name} has no function {name!r}; it has {self.function_names}"
             )
+        if profiler is not None:
+            profiled = Function(self, name, self._model.load_function(name, profiler=profiler))
+            self._functions[f"{name} (profiled {id(profiler)})"] = profiled  # closed with the rest
+            return profiled
         if name not in self._functions:
             self._functions[name] = Function(self, name, self._model.load_function(name))
         return self._functions[name]

@@ -34,7 +34,9 @@ from mkdocs.exceptions import PluginError
 
 from zoo.core.provenance import describe
 
-MARKER = re.compile(r"<!--\s*zoo:(?P<kind>\w+)\s+(?P<args>[^>]*?)\s*-->")
+MARKER = re.compile(
+    r"^(?P<indent>[ \t]*)<!--\s*zoo:(?P<kind>\w+)\s+(?P<args>[^>]*?)\s*-->", re.MULTILINE
+)
 
 
 def on_page_markdown(markdown: str, page, config, files) -> str:
@@ -43,11 +45,16 @@ def on_page_markdown(markdown: str, page, config, files) -> str:
     def replace(match: re.Match) -> str:
         kind, args = match["kind"], shlex.split(match["args"])
         try:
-            return render_marker(kind, args, records_dir, page.file.src_uri)
+            rendered = render_marker(kind, args, records_dir, page.file.src_uri)
         except (KeyError, FileNotFoundError, ValueError) as exc:
-            raise PluginError(f"docs/{page.file.src_uri}: {match[0]}: {exc}") from exc
+            raise PluginError(f"docs/{page.file.src_uri}: {match[0].strip()}: {exc}") from exc
+        # a marker inside a block (a content tab, an admonition) keeps its indentation
+        return "\n".join(match["indent"] + line if line else line for line in rendered.split("\n"))
 
-    return MARKER.sub(replace, markdown)
+    markdown = MARKER.sub(replace, markdown)
+    if re.search(r"<!--\s*zoo:", markdown):  # e.g. a marker after text on its line
+        raise PluginError(f"docs/{page.file.src_uri}: a zoo: marker must start its own line")
+    return markdown
 
 
 def render_marker(kind: str, args: list[str], records_dir: Path, page: str) -> str:

@@ -39,7 +39,7 @@ def test_bench_records_every_cell_with_provenance(bench_records):
         shape = TINY[name]
         (cell,) = record["results"]["cells"]  # --quick: the default layout, one strategy
         assert (cell["strategy"], cell["layout"]) == (shape.strategies[0], "default")
-        assert (cell["weights"], cell["keys"]) == ("transposed", "bhdt")  # Linux default
+        assert (cell["weights"], cell["keys"]) == ("blocked", "bhdt")  # the Linux default
         assert cell["decode ms"] > 0 and cell["eager decode ms"] > 0
         ratio = cell["decode ms"] / cell["eager decode ms"]
         assert cell["runtime / eager"] == pytest.approx(ratio, abs=0.06)

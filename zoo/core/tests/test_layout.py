@@ -7,8 +7,9 @@ import torch
 from torch import nn
 
 from zoo.core.kv import get_strategy
-from zoo.core.layers import attend
+from zoo.core.layers import GatedMLP, attend
 from zoo.core.layout import (
+    BlockedGatedMLP,
     TransposedLinear,
     apply_layout,
     default_layout,
@@ -19,7 +20,7 @@ from zoo.core.layout import (
 
 
 def test_platform_defaults_and_bad_names():
-    assert default_layout("linux") == {"weights": "transposed", "keys": "bhdt"}
+    assert default_layout("linux") == {"weights": "blocked", "keys": "bhdt"}
     assert default_layout("darwin") == {"weights": "linear", "keys": "bhtd"}
     assert resolve_layout("linear", "bhtd") == {"weights": "linear", "keys": "bhtd"}
     with pytest.raises(ValueError, match="weights layout must be"):
@@ -98,3 +99,21 @@ def test_chunk_strategies_write_transposed_key_caches(name, length):
     strategy.write(cache, column, step)
     strategy.write(cache_t, column.transpose(2, 3), step, time_axis=3)
     torch.testing.assert_close(cache_t, cache.transpose(2, 3))
+
+
+@pytest.mark.parametrize("width, blocks", [(12288, [3072] * 4), (6144, [3072] * 2), (3584, [3584])])
+def test_blocked_mlp_computes_the_mlp_in_even_blocks(width, blocks):
+    torch.manual_seed(0)
+    mlp = GatedMLP(16, width, nn.functional.silu)
+    x = torch.randn(1, 3, 16)
+    blocked = BlockedGatedMLP(mlp)
+    assert [gate.shape[1] for gate in blocked.gates] == blocks
+    assert [down.shape[0] for down in blocked.downs] == blocks
+    torch.testing.assert_close(blocked(x), mlp(x), atol=1e-5, rtol=1e-5)
+    holder = nn.Module()
+    holder.mlp = mlp
+    apply_layout(holder, "transposed", "bhtd")  # blocking a transposed MLP works too
+    apply_layout(holder, "blocked", "bhtd")
+    assert isinstance(holder.mlp, BlockedGatedMLP)
+    assert layout_of(holder)["weights"] == "blocked"
+    torch.testing.assert_close(holder.mlp(x), mlp(x), atol=1e-5, rtol=1e-5)

@@ -109,3 +109,24 @@ def test_device_tables_say_when_no_device_contributed(tmp_path):
     table = render_marker("devices", ["bench-x", "cells"], records, page)
     assert "macos-27.0 gpu (measured)" in table and "2.5" in table
     assert "records/devices/macos-27.0-gpu/bench-x.json" in table
+
+
+class _Page:
+    class file:  # noqa: N801 - the shape of mkdocs' page.file
+        src_uri = "performance.md"
+
+
+def test_markers_keep_their_block_indentation_and_must_start_a_line(tmp_path):
+    from mkdocs.exceptions import PluginError
+
+    from zoo.site.hooks import on_page_markdown
+
+    records = tmp_path / "records"
+    write_record(records, "bench-x", {"cells": [{"op": "matmul", "share": "80%"}]})
+    config = {"docs_dir": str(tmp_path)}
+    page = '=== "Decode"\n\n    <!-- zoo:table bench-x cells -->\n'
+    rendered = on_page_markdown(page, _Page, config, None)
+    table_lines = [line for line in rendered.splitlines() if line.strip().startswith("|")]
+    assert len(table_lines) == 3 and all(line.startswith("    |") for line in table_lines)
+    with pytest.raises(PluginError, match="must start its own line"):
+        on_page_markdown("See <!-- zoo:table bench-x cells -->\n", _Page, config, None)
