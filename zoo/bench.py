@@ -21,6 +21,7 @@ import argparse
 import functools
 import gc
 import os
+import shutil
 import statistics
 import sys
 import time
@@ -203,15 +204,21 @@ def decode_weight_bytes(model: torch.nn.Module) -> int:
     return total
 
 
-def measure_read_bandwidth(megabytes: int = 1024, repeats: int = 7) -> float:
-    """GB/s of reading a buffer much larger than the caches (a sum over it), torch threads."""
+def measure_read_bandwidth(megabytes: int = 1024, repeats: int = 7, threads: int = 0) -> float:
+    """GB/s of reading a buffer much larger than the caches (a sum over it), with `threads`
+    torch threads (0: all of torch's)."""
     buffer = torch.ones(megabytes * 2**20 // 4)
     buffer.sum()  # fault the pages in
-    seconds = []
-    for _ in range(repeats):
-        started = time.perf_counter()
-        buffer.sum()
-        seconds.append(time.perf_counter() - started)
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads or before)
+    try:
+        seconds = []
+        for _ in range(repeats):
+            started = time.perf_counter()
+            buffer.sum()
+            seconds.append(time.perf_counter() - started)
+    finally:
+        torch.set_num_threads(before)
     return buffer.nbytes / statistics.median(seconds) / 1e9
 
 
@@ -273,17 +280,18 @@ def bench_cell(shape_name: str, strategy: str, layout: str, workdir: str, repeat
     started = time.perf_counter()
     generator = Generator(asset)
     load_s = time.perf_counter() - started
+    # First token and latency against position for the default layout only: the other
+    # layouts are there to compare a decode step and a prefill chunk.
+    whole = layout == DEFAULT_LAYOUT
     try:
-        generator.generate(prompt, 1, stop_token_ids=[])  # warm up both functions
-        first_token_s = _median_seconds(
-            lambda: generator.generate(prompt, 1, stop_token_ids=[]), max(1, repeats // 2)
-        )
 
         def call_at(position: int, length: int):
             function = generator.prefill_fn if length > 1 else generator.decode_fn
             inputs = inputs_at(position, length)
             return lambda: function(inputs, generator.states)
 
+        call_at(0, shape.chunk)()  # warm up both functions
+        call_at(shape.prompt, 1)()
         prefill_s = _median_seconds(call_at(0, shape.chunk), repeats)
         decode_s = _median_seconds(call_at(shape.prompt, 1), repeats)
         latency = [
@@ -293,10 +301,16 @@ def bench_cell(shape_name: str, strategy: str, layout: str, workdir: str, repeat
                     _median_seconds(call_at(position, 1), repeats) * 1e3, 2
                 ),
             }
-            for position in shape.positions
+            for position in (shape.positions if whole else ())
         ]
+        first_token_s = (
+            _median_seconds(lambda: generator.generate(prompt, 1, stop_token_ids=[]), 3)
+            if whole
+            else None
+        )
     finally:
         generator.close()
+        shutil.rmtree(asset, ignore_errors=True)  # GBs at real shapes: one cell at a time
 
     spread = [point["median ms per step"] for point in latency]
     return {
@@ -310,11 +324,11 @@ def bench_cell(shape_name: str, strategy: str, layout: str, workdir: str, repeat
         "runtime / eager": round(decode_s / eager_decode_s, 2),
         "prefill tok/s": round(shape.chunk / prefill_s, 1),
         "eager prefill tok/s": round(shape.chunk / eager_prefill_s, 1),
-        "first token ms": round(first_token_s * 1e3),
+        "first token ms": round(first_token_s * 1e3) if whole else None,
         "load s": round(load_s, 1),
         "export s": round(export_s),
         "weights MB/token": round(weight_bytes / 1e6),
-        "latency spread": f"{max(spread) / min(spread) - 1:.0%}",
+        "latency spread": f"{max(spread) / min(spread) - 1:.0%}" if whole else None,
         "latency": latency,
     }
 
@@ -334,12 +348,21 @@ def profile_cell(shape_name: str, workdir: str) -> dict:
     asset = export_decoder(model, spec, os.path.join(workdir, f"{shape_name}-profile.aimodel"))
     del model
     gc.collect()
-    profiles = {"strategy": shape.strategies[0], "layout": spec.layout}
+    profiles = {
+        "strategy": shape.strategies[0],
+        "layout": spec.layout,
+        "bandwidth": [
+            {"torch threads": threads or torch.get_num_threads(), "read GB/s": round(gbs, 1)}
+            for threads in (0, 1)
+            for gbs in [measure_read_bandwidth(threads=threads)]
+        ],
+    }
     with Generator(asset) as generator:
         for name, position, length in (("decode", shape.prompt, 1), ("prefill", 0, shape.chunk)):
             inputs = {"input_ids": np.full((1, length), 5, np.int32)}
             inputs.update(spec.host_inputs(position, length))
             profiles[name] = profile_call(generator.model, name, inputs, generator.states)
+    shutil.rmtree(asset, ignore_errors=True)
     return profiles
 
 
