@@ -52,6 +52,7 @@ merge: $(STAMP)
 ## bench: decode/prefill speed at real model shapes on this machine, recorded (not a test)
 bench: $(STAMP)
 	$(BIN)/python -m zoo.bench --record $(or $(RECORDS),docs/records)
+	$(BIN)/python -m zoo.bench --profile --record $(or $(RECORDS),docs/records)
 
 clean:
 	rm -rf site .pytest_cache

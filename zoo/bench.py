@@ -222,6 +222,14 @@ def measure_read_bandwidth(megabytes: int = 1024, repeats: int = 7, threads: int
     return buffer.nbytes / statistics.median(seconds) / 1e9
 
 
+def cores_busy(call, repeats: int = 5) -> float:
+    """CPU seconds per wall second while `call` runs: how many cores it keeps busy."""
+    started, cpu = time.perf_counter(), time.process_time()
+    for _ in range(repeats):
+        call()
+    return (time.process_time() - cpu) / (time.perf_counter() - started)
+
+
 def _median_seconds(call, repeats: int) -> float:
     seconds = []
     for _ in range(repeats):
@@ -247,29 +255,42 @@ def _time_eager(model, spec, inputs_at, shape: Shape, repeats: int) -> tuple[flo
         )
 
 
-def bench_cell(shape_name: str, strategy: str, layout: str, workdir: str, repeats: int = 5) -> dict:
-    """Export and time one cell (run it in its own process: `run_isolated(bench_cell, ...)`)."""
-    from zoo.core.decode import Generator, decoder_spec, export_decoder
-    from zoo.core.layout import apply_layout, default_layout
+def _export(shape_name: str, strategy: str, layout: dict, asset: str):
+    """Build the shape's decoder in `layout`, export it to `asset`: (shape, model, spec, s)."""
+    from zoo.core.decode import decoder_spec, export_decoder
+    from zoo.core.layout import apply_layout
 
     shape = {**SHAPES, **TINY}[shape_name]
     model = build_decoder(shape, strategy)
-    choice = default_layout() if layout == DEFAULT_LAYOUT else LAYOUTS[layout]
-    apply_layout(model, **choice)
+    apply_layout(model, **layout)
     window = shape.config.get("sliding_window") if shape.model == "gemma4" else None
     spec = decoder_spec(model, shape.model, shape.chunk, None, window)
-    asset = os.path.join(workdir, f"{shape_name}-{strategy}-{layout.replace(' ', '-')}.aimodel")
-
     started = time.perf_counter()
     export_decoder(model, spec, asset, overwrite=True)
-    export_s = time.perf_counter() - started
+    return shape, model, spec, time.perf_counter() - started
 
+
+def _inputs(shape: Shape, spec):
+    """A seeded prompt within the vocabularies, and the step inputs at a position."""
     vocab = min(shape.config["vocab_size"], shape.config.get("vocab_size_per_layer_input", 1e9))
     prompt = np.random.default_rng(0).integers(3, vocab, shape.prompt).tolist()
 
     def inputs_at(position: int, length: int) -> dict[str, np.ndarray]:
         ids = np.array([prompt[:length]], np.int32)
         return {"input_ids": ids, **spec.host_inputs(position, length)}
+
+    return inputs_at, prompt
+
+
+def bench_cell(shape_name: str, strategy: str, layout: str, workdir: str, repeats: int = 5) -> dict:
+    """Export and time one cell (run it in its own process: `run_isolated(bench_cell, ...)`)."""
+    from zoo.core.decode import Generator
+    from zoo.core.layout import default_layout
+
+    choice = default_layout() if layout == DEFAULT_LAYOUT else LAYOUTS[layout]
+    asset = os.path.join(workdir, f"{shape_name}-{strategy}-{layout.replace(' ', '-')}.aimodel")
+    shape, model, spec, export_s = _export(shape_name, strategy, choice, asset)
+    inputs_at, prompt = _inputs(shape, spec)
 
     # torch eager first, then free the model: the runtime holds its own copy of the weights.
     eager_prefill_s, eager_decode_s = _time_eager(model, spec, inputs_at, shape, repeats)
@@ -333,23 +354,32 @@ def bench_cell(shape_name: str, strategy: str, layout: str, workdir: str, repeat
     }
 
 
+def _eager_cores(model, spec, inputs: dict[str, np.ndarray]) -> float:
+    tensors = [torch.from_numpy(v) for v in inputs.values()]
+    states = [torch.zeros(s) for s in spec.state_shapes.values()]
+    with torch.no_grad():
+        model(*tensors, *states)  # warm up
+        return cores_busy(lambda: model(*tensors, *states))
+
+
 def profile_cell(shape_name: str, workdir: str) -> dict:
     """Where a decode step and a prefill chunk spend their time, per runtime op (default
-    layout, first strategy). Run it in its own process."""
-    from zoo.core.decode import Generator, decoder_spec, export_decoder
-    from zoo.core.layout import apply_layout
+    layout, first strategy), how many cores a decode step keeps busy on the runtime and in
+    torch eager, and the read bandwidth with one and with all threads. Run it in its own
+    process."""
+    from zoo.core.decode import Generator
+    from zoo.core.layout import default_layout
     from zoo.core.profile import profile_call
 
-    shape = {**SHAPES, **TINY}[shape_name]
-    model = build_decoder(shape, shape.strategies[0])
-    apply_layout(model)
-    window = shape.config.get("sliding_window") if shape.model == "gemma4" else None
-    spec = decoder_spec(model, shape.model, shape.chunk, None, window)
-    asset = export_decoder(model, spec, os.path.join(workdir, f"{shape_name}-profile.aimodel"))
+    strategy = {**SHAPES, **TINY}[shape_name].strategies[0]
+    asset = os.path.join(workdir, f"{shape_name}-profile.aimodel")
+    shape, model, spec, _ = _export(shape_name, strategy, default_layout(), asset)
+    inputs_at, _ = _inputs(shape, spec)
+    eager_cores = _eager_cores(model, spec, inputs_at(shape.prompt, 1))
     del model
     gc.collect()
     profiles = {
-        "strategy": shape.strategies[0],
+        "strategy": strategy,
         "layout": spec.layout,
         "bandwidth": [
             {"torch threads": threads or torch.get_num_threads(), "read GB/s": round(gbs, 1)}
@@ -358,9 +388,15 @@ def profile_cell(shape_name: str, workdir: str) -> dict:
         ],
     }
     with Generator(asset) as generator:
+        decode = generator.decode_fn
+        step = inputs_at(shape.prompt, 1)
+        runtime_cores = cores_busy(lambda: decode(step, generator.states))
+        profiles["cores"] = [
+            {"decode step on": "Core AI runtime", "cores busy": round(runtime_cores, 2)},
+            {"decode step on": "torch eager", "cores busy": round(eager_cores, 2)},
+        ]
         for name, position, length in (("decode", shape.prompt, 1), ("prefill", 0, shape.chunk)):
-            inputs = {"input_ids": np.full((1, length), 5, np.int32)}
-            inputs.update(spec.host_inputs(position, length))
+            inputs = inputs_at(position, length)
             profiles[name] = profile_call(generator.model, name, inputs, generator.states)
     shutil.rmtree(asset, ignore_errors=True)
     return profiles

@@ -67,3 +67,22 @@ def test_bench_models_compute_the_same_in_every_layout():
     before = torch_logits(model, ids)
     apply_layout(model, "transposed", "bhdt")
     torch.testing.assert_close(torch_logits(model, ids), before)
+
+
+def test_profile_records_where_a_step_spends_its_time(tmp_path):
+    from zoo.bench import run_profiles
+
+    run_profiles(["qwen3_5-tiny"], str(tmp_path), str(tmp_path))
+    record = json.loads((tmp_path / "bench-profile-qwen3_5-tiny.json").read_text())
+    results = record["results"]
+    for function in ("decode", "prefill"):
+        ops = {row["op"]: row for row in results[function]}
+        assert "coreai.broadcasting_batch_matmul" in ops  # the projections ran
+        assert all(row["calls"] > 0 and row["ms"] >= 0 for row in ops.values())
+    assert [row["decode step on"] for row in results["cores"]] == [
+        "Core AI runtime",
+        "torch eager",
+    ]
+    assert all(0 < row["cores busy"] < 8 for row in results["cores"])
+    assert [row["torch threads"] for row in results["bandwidth"]][1] == 1
+    assert not list(tmp_path.glob("*.aimodel"))  # the asset is removed
