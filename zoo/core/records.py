@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 from zoo.core.provenance import provenance
@@ -63,9 +64,11 @@ def regenerate(names: list[str], directory: Path = RECORDS_DIR) -> None:
             raise SystemExit(f"unknown record {name!r}; known: {sorted(GENERATORS)}")
         script, extra = GENERATORS[name]
         arguments = ["--record", str(directory), *(a.format(dir=directory) for a in extra)]
-        command = [sys.executable, script, *arguments]
-        print(f"== {name}: {' '.join(command[1:])}", flush=True)
-        subprocess.run(command, cwd=ROOT, check=True)
+        command = [sys.executable, str(ROOT / script), *arguments]
+        print(f"== {name}: {script} {' '.join(arguments)}", flush=True)
+        # in a scratch directory: recipes write their checkpoints and assets where they run
+        with tempfile.TemporaryDirectory(prefix="zoo-records-") as scratch:
+            subprocess.run(command, cwd=scratch, check=True)
 
 
 DEVICES_DIR = RECORDS_DIR / "devices"
