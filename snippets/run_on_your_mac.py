@@ -5,6 +5,7 @@ them: on this machine, with the compute unit it has, into a temporary
 directory. On a Mac, add `--compute-unit gpu` (or cpu, ane), keep `out/`.
 """
 
+# --8<-- [start:setup]
 import json
 import tempfile
 from pathlib import Path
@@ -15,6 +16,7 @@ from zoo.core.cli import run_command
 # The commands run from the repository root.
 repo = Path(zoo.__file__).resolve().parents[1]
 out = Path(tempfile.mkdtemp(prefix="zoo-records-"))  # on your Mac: out/
+# --8<-- [end:setup]
 
 # --8<-- [start:suite]
 # The KV-write matrix part of the suite: every cell exported and run in
