@@ -153,6 +153,8 @@ TINY: dict[str, Shape] = {
     ),
 }
 
+ALL_SHAPES: dict[str, Shape] = {**SHAPES, **TINY}
+
 # The layouts a bench compares (zoo.core.layout): as authored, then one change at a time.
 LAYOUTS = {
     "as authored": {"weights": "linear", "keys": "bhtd"},
@@ -260,7 +262,7 @@ def _export(shape_name: str, strategy: str, layout: dict, asset: str):
     from zoo.core.decode import decoder_spec, export_decoder
     from zoo.core.layout import apply_layout
 
-    shape = {**SHAPES, **TINY}[shape_name]
+    shape = ALL_SHAPES[shape_name]
     model = build_decoder(shape, strategy)
     apply_layout(model, **layout)
     window = shape.config.get("sliding_window") if shape.model == "gemma4" else None
@@ -371,7 +373,7 @@ def profile_cell(shape_name: str, workdir: str) -> dict:
     from zoo.core.layout import default_layout
     from zoo.core.profile import profile_call
 
-    strategy = {**SHAPES, **TINY}[shape_name].strategies[0]
+    strategy = ALL_SHAPES[shape_name].strategies[0]
     asset = os.path.join(workdir, f"{shape_name}-profile.aimodel")
     shape, model, spec, _ = _export(shape_name, strategy, default_layout(), asset)
     inputs_at, _ = _inputs(shape, spec)
@@ -452,7 +454,7 @@ def run_bench(
     say(f"  {bandwidth:.1f} GB/s")
     results = {}
     for name in shape_names:
-        shape = {**SHAPES, **TINY}[name]
+        shape = ALL_SHAPES[name]
         rows, latency, outcomes = [], [], []
         for strategy, layout in cells_for(shape, quick):
             say(f"{name}: {strategy}, layout {layout}: export, load, time ...")
@@ -530,7 +532,7 @@ def main(argv: list[str] | None = None) -> int:
         "--compute-unit", choices=COMPUTE_UNITS, default=None, help="default: $ZOO_COMPUTE_UNIT"
     )
     args = parser.parse_args(argv)
-    unknown = [s for s in args.shapes if s not in {**SHAPES, **TINY}]
+    unknown = [s for s in args.shapes if s not in ALL_SHAPES]
     if unknown:
         parser.error(f"unknown shape(s) {unknown}; known: {[*SHAPES, *TINY]}")
     if args.compute_unit:

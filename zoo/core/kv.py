@@ -65,6 +65,15 @@ class KVStrategy:
         (`zoo.core.layout`), which only the chunk strategies support."""
         raise NotImplementedError
 
+    def write_keys(
+        self, cache: torch.Tensor, keys: torch.Tensor, step: dict, transposed: bool
+    ) -> torch.Tensor:
+        """`write` for a key cache, stored `[B, H, D, T]` when `transposed`
+        (`zoo.core.layout`); `keys` come as `[B, H, T, D]` either way."""
+        if transposed:
+            return self.write(cache, keys.transpose(2, 3), step, time_axis=3)
+        return self.write(cache, keys, step)
+
     def read(self, cache: torch.Tensor) -> torch.Tensor:
         """The keys (or values) a layer that shares another layer's cache attends over."""
         return cache

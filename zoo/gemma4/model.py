@@ -111,10 +111,7 @@ class Attention(nn.Module):
             v = k if self.v_proj is None else self.v_proj(x).reshape(k.shape)
             k = rotate(self.k_norm(k), cos, sin).transpose(1, 2)
             v = self.v_norm(v).transpose(1, 2)
-            if self.keys_transposed:
-                keys = self.strategy.write(k_cache, k.transpose(2, 3), step, time_axis=3)
-            else:
-                keys = self.strategy.write(k_cache, k, step)
+            keys = self.strategy.write_keys(k_cache, k, step, self.keys_transposed)
             values = self.strategy.write(v_cache, v, step)
         out = attend(q, keys, values, mask, scale=1.0, keys_transposed=self.keys_transposed)
         return self.o_proj(out.transpose(1, 2).reshape(batch, length, -1))

@@ -148,10 +148,7 @@ class Attention(nn.Module):
         k = self.k_norm(self.k_proj(x).reshape(batch, length, self.kv_heads, self.head_dim))
         k = self.rotate(k.transpose(1, 2), positions)
         v = self.v_proj(x).reshape(batch, length, self.kv_heads, self.head_dim).transpose(1, 2)
-        if self.keys_transposed:
-            keys = self.strategy.write(k_cache, k.transpose(2, 3), step, time_axis=3)
-        else:
-            keys = self.strategy.write(k_cache, k, step)
+        keys = self.strategy.write_keys(k_cache, k, step, self.keys_transposed)
         values = self.strategy.write(v_cache, v, step)
         out = attend(q, keys, values, step["attn_mask"], keys_transposed=self.keys_transposed)
         out = out.transpose(1, 2).reshape(batch, length, -1)
