@@ -31,6 +31,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from zoo.core.cli import whole_number
 from zoo.core.runtime import COMPUTE_UNITS, default_compute_unit
 
 # What a cell's numbers depend on (the per-session result cache of the tests).
@@ -525,7 +526,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--profile", action="store_true", help="per-op profile of a decode step and a prefill"
     )
-    parser.add_argument("--repeats", type=int, default=5, help="timed calls per median")
+    parser.add_argument("--repeats", type=whole_number(1), default=5, help="timed calls per median")
     parser.add_argument("--record", metavar="DIR", help="write bench-<shape>.json records")
     parser.add_argument("--workdir", default=None, help="where assets go (default: a temp dir)")
     parser.add_argument(

@@ -1,48 +1,161 @@
-"""Read a Hugging Face checkpoint directory's tensors with safetensors (never pickle)."""
+"""Read a Hugging Face checkpoint directory: its configs as transformers reads them, and its
+tensors with safetensors (never pickle)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import typing
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass, fields
 from pathlib import Path
+from types import UnionType
+from typing import Union
 
 import torch
-from safetensors import safe_open
+from safetensors import SafetensorError, safe_open
 
 
 class CheckpointError(ValueError):
     """The checkpoint's tensors do not fit the model: the message lists what and where."""
 
 
-def read_text_config(
-    directory: str | Path, text_type: str, multimodal_type: str, family: str
-) -> dict:
-    """config.json of a checkpoint, the text decoder's part (nested in multimodal ones)."""
-    path = Path(directory) / "config.json"
-    if not path.exists():
-        raise FileNotFoundError(f"no config.json in {directory}: is it a checkpoint directory?")
-    return text_config(json.loads(path.read_text()), text_type, multimodal_type, family)
+class UnsupportedConfig(ValueError):
+    """The checkpoint asks for something this zoo entry does not implement (named)."""
 
 
-def text_config(raw: dict, text_type: str, multimodal_type: str, family: str) -> dict:
-    model_type = raw.get("model_type")
-    if model_type == multimodal_type:
-        raw = raw.get("text_config") or {}
-        model_type = raw.get("model_type", text_type)
+def read_json(path: str | Path, what: str = "") -> dict:
+    """A JSON object from `path`; a missing or malformed file is one line naming it."""
+    path = Path(path)
+    try:
+        value = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise FileNotFoundError(f"no {path.name} in {path.parent}{what}") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise ValueError(f"{path}: not valid JSON ({error}); fix or re-download it") from None
+    if not isinstance(value, dict):
+        raise ValueError(f"{path}: expected a JSON object, found {type(value).__name__}")
+    return value
+
+
+@dataclass
+class CheckpointConfig:
+    """config.json as transformers reads it for a text decoder.
+
+    `text` holds the decoder's fields (nested under `text_config` in the multimodal
+    layouts); `top` the top-level object; `generation` generation_config.json (or {}).
+    """
+
+    text: dict
+    top: dict
+    generation: dict
+    multimodal: bool
+
+    def tie_word_embeddings(self, text_default: bool, multimodal_default: bool) -> bool:
+        """Whether the LM head is the embedding, decided as transformers decides it: by the
+        config of the class that is loaded (the top level for the multimodal layouts)."""
+        if self.multimodal:
+            return bool(self.top.get("tie_word_embeddings", multimodal_default))
+        return bool(self.text.get("tie_word_embeddings", text_default))
+
+    def stop_token_ids(self, text_default: int | list[int] | None) -> list[int]:
+        """End-of-sequence ids from generation_config.json, the top level and the text
+        config, in that order, without repeats (a chat model's end-of-turn id included)."""
+        found: list[int] = []
+        for value in (
+            self.generation.get("eos_token_id"),
+            self.top.get("eos_token_id") if self.multimodal else None,
+            self.text.get("eos_token_id", text_default),
+        ):
+            for token in value if isinstance(value, list) else [value]:
+                if token is None:
+                    continue
+                if isinstance(token, bool) or not isinstance(token, int) or token < 0:
+                    raise ValueError(f"eos_token_id {token!r} is not a token id")
+                if token not in found:
+                    found.append(token)
+        return found
+
+
+def split_config(
+    raw: dict, text_type: str, multimodal_type: str, family: str, refused: dict[str, str]
+) -> CheckpointConfig:
+    """The decoder's part of a config.json; `refused` maps model types of the same family
+    this entry does not load to why (e.g. the mixture-of-experts sizes)."""
+    top, model_type = raw, raw.get("model_type")
+    multimodal, text = model_type == multimodal_type, raw
+    if multimodal:
+        text = raw.get("text_config") or {}
+        model_type = text.get("model_type", text_type)
+    if model_type in refused:
+        raise UnsupportedConfig(f"model_type {model_type!r}: {refused[model_type]}")
     if model_type != text_type:
         raise ValueError(
             f"config.json has model_type {model_type!r}; this entry loads {family} "
             f"checkpoints ({text_type!r}, or {multimodal_type!r} with a text_config)"
         )
-    return raw
+    return CheckpointConfig(dict(text), dict(top), {}, multimodal)
+
+
+def read_checkpoint_config(
+    directory: str | Path,
+    text_type: str,
+    multimodal_type: str,
+    family: str,
+    refused: dict[str, str],
+) -> CheckpointConfig:
+    """config.json (and generation_config.json, if any) of a checkpoint directory."""
+    directory = Path(directory)
+    if not directory.is_dir():
+        raise FileNotFoundError(f"{directory} is not a directory: pass a checkpoint directory")
+    raw = read_json(directory / "config.json", ": is it a checkpoint directory?")
+    config = split_config(raw, text_type, multimodal_type, family, refused)
+    if (directory / "generation_config.json").exists():
+        config.generation = read_json(directory / "generation_config.json")
+    return config
+
+
+def typed_fields(cls: type, values: dict, source: str) -> dict:
+    """The dataclass fields of `cls` found in `values`, each checked against its type
+    (an int must be an int, not "6" or true), so a bad config fails before a model is built."""
+    hints = typing.get_type_hints(cls)
+    chosen, problems = {}, []
+    for item in fields(cls):
+        if item.name not in values:
+            continue
+        value, hint = values[item.name], hints[item.name]
+        allowed = (
+            typing.get_args(hint) if typing.get_origin(hint) in (Union, UnionType) else (hint,)
+        )
+        plain = [typing.get_origin(a) or a for a in allowed]
+        ok = (
+            (value is None and type(None) in plain)
+            or (isinstance(value, bool) and bool in plain)
+            or (not isinstance(value, bool) and isinstance(value, int) and int in plain)
+            or (isinstance(value, int | float) and not isinstance(value, bool) and float in plain)
+            or any(isinstance(value, t) for t in plain if t in (str, dict, list))
+        )
+        if not ok:
+            names = " or ".join("null" if a is type(None) else a.__name__ for a in plain)
+            problems.append(f"{item.name}={value!r} (expected {names})")
+        chosen[item.name] = value
+    if problems:
+        raise ValueError(f"{source}: " + "; ".join(problems))
+    return chosen
 
 
 def safetensors_files(directory: str | Path) -> list[Path]:
     directory = Path(directory)
     index = directory / "model.safetensors.index.json"
     if index.exists():
-        shards = sorted(set(json.loads(index.read_text())["weight_map"].values()))
-        return [directory / shard for shard in shards]
+        weight_map = read_json(index).get("weight_map")
+        if not isinstance(weight_map, dict):
+            raise ValueError(f"{index}: no weight_map object; fix or re-download it")
+        shards = [directory / shard for shard in sorted(set(weight_map.values()))]
+        missing = [p.name for p in shards if not p.exists()]
+        if missing:
+            raise FileNotFoundError(f"{index} names shards that are not there: {missing}")
+        return shards
     files = sorted(directory.glob("*.safetensors"))
     if not files:
         pickles = sorted(p.name for p in directory.glob("*.bin")) + sorted(
@@ -57,6 +170,87 @@ def safetensors_files(directory: str | Path) -> list[Path]:
     return files
 
 
+@contextlib.contextmanager
+def _open_safetensors(path: Path):
+    try:
+        with safe_open(str(path), framework="pt") as tensors:
+            yield tensors
+    except (SafetensorError, OSError, ValueError) as error:
+        raise CheckpointError(f"{path}: not a readable safetensors file ({error})") from None
+
+
+def _listed(items: list[str], limit: int = 3) -> str:
+    shown = ", ".join(items[:limit])
+    return f"{shown} and {len(items) - limit} more" if len(items) > limit else shown
+
+
+def _targets(module: torch.nn.Module) -> dict[str, torch.Tensor]:
+    targets = {**dict(module.named_parameters()), **dict(module.named_buffers())}
+    return {name: t for name, t in targets.items() if name in module.state_dict()}
+
+
+def check_tensors(
+    module: torch.nn.Module,
+    directory: str | Path,
+    rename: Callable[[str], str | None],
+    ignore: Iterable[str] = (),
+) -> dict[str, tuple[Path, str]]:
+    """Compare the checkpoint's tensor names and shapes (read from the safetensors headers,
+    no tensor loaded) with `module`'s (which may live on the meta device: nothing built).
+
+    Returns our name -> (file, checkpoint key). Missing, unexpected and misshaped tensors
+    are all reported at once, shortened past a few of each.
+    """
+    targets = _targets(module)
+    ignore = tuple(ignore)
+    found: dict[str, tuple[Path, str]] = {}
+    unexpected, misshaped = [], []
+    for path in safetensors_files(directory):
+        with _open_safetensors(path) as tensors:
+            for key in tensors.keys():  # noqa: SIM118 - safe_open is not a Mapping
+                name = rename(key)
+                if name is None or any(name.startswith(prefix) for prefix in ignore):
+                    continue
+                if name not in targets:
+                    unexpected.append(key)
+                    continue
+                shape = tuple(tensors.get_slice(key).get_shape())
+                if shape != tuple(targets[name].shape):
+                    misshaped.append(f"{key} {shape}, expected {tuple(targets[name].shape)}")
+                found[name] = (path, key)
+    missing = sorted(set(targets) - set(found))
+    problems = []
+    if missing:
+        problems.append(f"missing tensors: {_listed(missing)}")
+    if misshaped:
+        problems.append(f"tensors of the wrong shape: {_listed(misshaped)}")
+    if unexpected:
+        problems.append(f"tensors this model has no place for: {_listed(sorted(unexpected))}")
+    if problems:
+        raise CheckpointError(
+            f"{directory}: " + "; ".join(problems) + ". Does config.json belong to these weights?"
+        )
+    return found
+
+
+def build_and_load(
+    build: Callable[[], torch.nn.Module],
+    directory: str | Path,
+    rename: Callable[[str], str | None],
+    ignore: Iterable[str] = (),
+) -> torch.nn.Module:
+    """`build()` the model and load the checkpoint into it, after checking on a meta-device
+    copy (no memory, no time) that the tensors fit: a config that does not match the
+    weights fails in a second, not after building a full-size model."""
+    with torch.device("meta"):
+        skeleton = build()
+    check_tensors(skeleton, directory, rename, ignore)
+    del skeleton
+    module = build()
+    load_into(module, directory, rename, ignore)
+    return module
+
+
 def load_into(
     module: torch.nn.Module,
     directory: str | Path,
@@ -66,39 +260,14 @@ def load_into(
     """Copy the checkpoint's tensors into `module`'s parameters and buffers.
 
     `rename` maps a checkpoint name to the module's name, or None for a tensor to skip
-    (e.g. a vision tower). Missing, unexpected and misshaped tensors are all reported at
-    once, by name.
+    (e.g. a vision tower). Everything is checked first (`check_tensors`).
     """
-    targets = {**dict(module.named_parameters()), **dict(module.named_buffers())}
-    targets = {name: t for name, t in targets.items() if name in module.state_dict()}
-    ignore = tuple(ignore)
-    loaded, unexpected, misshaped, wrong_shape = set(), [], [], set()
-    for path in safetensors_files(directory):
-        with safe_open(str(path), framework="pt") as tensors:
-            for key in tensors.keys():  # noqa: SIM118 - safe_open is not a Mapping
-                name = rename(key)
-                if name is None or any(name.startswith(prefix) for prefix in ignore):
-                    continue
-                if name not in targets:
-                    unexpected.append(key)
-                    continue
-                value = tensors.get_tensor(key)
-                if tuple(value.shape) != tuple(targets[name].shape):
-                    misshaped.append(
-                        f"{key}: {tuple(value.shape)}, expected {tuple(targets[name].shape)}"
-                    )
-                    wrong_shape.add(name)
-                    continue
-                with torch.no_grad():
-                    targets[name].copy_(value.to(targets[name].dtype))
-                loaded.add(name)
-    missing = sorted(set(targets) - loaded - wrong_shape)
-    problems = []
-    if missing:
-        problems.append(f"missing tensors: {missing}")
-    if misshaped:
-        problems.append(f"tensors of the wrong shape: {misshaped}")
-    if unexpected:
-        problems.append(f"tensors this model has no place for: {sorted(unexpected)}")
-    if problems:
-        raise CheckpointError(f"{directory}: " + "; ".join(problems))
+    found = check_tensors(module, directory, rename, ignore)
+    targets = _targets(module)
+    by_file: dict[Path, list[tuple[str, str]]] = {}
+    for name, (path, key) in found.items():
+        by_file.setdefault(path, []).append((name, key))
+    for path, pairs in by_file.items():
+        with _open_safetensors(path) as tensors, torch.no_grad():
+            for name, key in pairs:
+                targets[name].copy_(tensors.get_tensor(key).to(targets[name].dtype))

@@ -8,8 +8,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from zoo.core.decode import ContextFullError, Generator
-from zoo.core.export import read_metadata
+from zoo.core.decode import Generator
+from zoo.core.export import check_destination, read_metadata
 from zoo.core.kv import STRATEGIES
 from zoo.core.layout import KEY_LAYOUTS, WEIGHT_LAYOUTS, resolve_layout
 from zoo.core.runtime import COMPUTE_UNITS, default_compute_unit
@@ -37,11 +37,50 @@ def say(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
+def whole_number(minimum: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"{value} is less than {minimum}")
+        return value
+
+    return parse
+
+
+def non_negative_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError(f"{text} is not >= 0 (0: greedy)")
+    return value
+
+
+def token_ids(text: str) -> list[int]:
+    """`2,651,6037` -> [2, 651, 6037]; anything but whole numbers is refused."""
+    ids = []
+    for piece in (p.strip() for p in text.split(",")):
+        if not piece:
+            continue
+        try:
+            ids.append(int(piece))
+        except ValueError:
+            raise ValueError(f"--prompt-ids: {piece!r} is not a whole-number token id") from None
+    if not ids:
+        raise ValueError("--prompt-ids: no token ids given")
+    return ids
+
+
 def build_parser(model_name: str, strategies: list[str]) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=f"python -m zoo.{model_name}",
         description=f"Export {model_name} to a Core AI asset, and generate with it.",
     )
+    parser.add_argument("--debug", action="store_true", help="show tracebacks of errors")
     commands = parser.add_subparsers(dest="command", required=True)
 
     export = commands.add_parser("export", help="checkpoint directory -> .aimodel")
@@ -53,8 +92,10 @@ def build_parser(model_name: str, strategies: list[str]) -> argparse.ArgumentPar
         choices=strategies,
         help="KV cache write strategy (default: %(default)s)",
     )
-    export.add_argument("--context", type=int, default=256, help="tokens the cache holds")
-    export.add_argument("--chunk", type=int, default=8, help="tokens per prefill call")
+    export.add_argument(
+        "--context", type=whole_number(2), default=256, help="tokens the cache holds"
+    )
+    export.add_argument("--chunk", type=whole_number(2), default=8, help="tokens per prefill call")
     export.add_argument("--overwrite", action="store_true", help="replace an existing asset")
     export.add_argument(
         "--weights-layout",
@@ -77,9 +118,9 @@ def build_parser(model_name: str, strategies: list[str]) -> argparse.ArgumentPar
     generate.add_argument(
         "--tokenizer", type=Path, help="tokenizer.json (default: next to the exported checkpoint)"
     )
-    generate.add_argument("--max-new-tokens", type=int, default=32)
-    generate.add_argument("--temperature", type=float, default=0.0, help="0: greedy")
-    generate.add_argument("--top-k", type=int, default=None)
+    generate.add_argument("--max-new-tokens", type=whole_number(1), default=32)
+    generate.add_argument("--temperature", type=non_negative_float, default=0.0, help="0: greedy")
+    generate.add_argument("--top-k", type=whole_number(1), default=None)
     generate.add_argument("--seed", type=int, default=None)
     generate.add_argument(
         "--compute-unit",
@@ -102,13 +143,28 @@ def run(
         if args.command == "export":
             return _export(args, load, export)
         return _generate(args)
-    except (FileNotFoundError, FileExistsError, ValueError, ContextFullError) as error:
-        say(f"error: {error}")
+    except KeyboardInterrupt:
+        say("\ninterrupted")
+        return 130
+    except Exception as error:
+        if args.debug:
+            raise
+        # One line that says what and where; --debug shows the traceback.
+        kind = (
+            ""
+            if isinstance(error, ValueError | OSError | IndexError)
+            else (f"{type(error).__name__}: ")
+        )
+        say(f"error: {kind}{error} (--debug for the traceback)")
         return 2
 
 
 def _export(args, load, export) -> int:
     started = time.perf_counter()
+    # Everything that can be refused is refused before the (long) load and export.
+    check_destination(args.output, args.overwrite, args.checkpoint)
+    if args.chunk > args.context:
+        raise ValueError(f"--chunk {args.chunk} is longer than --context {args.context}")
     say(f"loading {args.checkpoint} ({args.strategy} KV writes, context {args.context})")
     model = load(args.checkpoint, args.strategy, args.context)
     layout = resolve_layout(args.weights_layout, args.keys_layout)
@@ -130,17 +186,26 @@ def _export(args, load, export) -> int:
 
 def _tokenizer(args):
     path = args.tokenizer
+    if path is not None and not path.is_file():
+        raise FileNotFoundError(f"--tokenizer {path}: no such file")
     if path is None:
-        checkpoint = read_metadata(args.asset)["decode"].get("checkpoint")
+        decode = read_metadata(args.asset).get("decode")
+        if decode is None:
+            raise ValueError(f"{args.asset} has no decode spec: it was not exported for generate")
+        checkpoint = decode.get("checkpoint")
         if checkpoint:
             path = Path(checkpoint) / "tokenizer.json"
-    if path is None or not path.exists():
-        raise FileNotFoundError(
-            "no tokenizer.json next to the checkpoint: pass --tokenizer PATH, or --prompt-ids"
-        )
+        if path is None or not path.exists():
+            raise FileNotFoundError(
+                "no tokenizer.json next to the checkpoint the asset was exported from: "
+                "pass --tokenizer PATH, or --prompt-ids"
+            )
     from tokenizers import Tokenizer
 
-    return Tokenizer.from_file(str(path))
+    try:
+        return Tokenizer.from_file(str(path))
+    except Exception as error:
+        raise ValueError(f"{path} is not a tokenizer.json ({error})") from None
 
 
 def _generate(args) -> int:
@@ -148,7 +213,7 @@ def _generate(args) -> int:
     if tokenizer is not None:
         prompt_ids = tokenizer.encode(args.prompt).ids
     else:
-        prompt_ids = [int(i) for i in args.prompt_ids.split(",") if i.strip()]
+        prompt_ids = token_ids(args.prompt_ids)
     say(f"loading {args.asset} (compute unit {args.compute_unit or default_compute_unit()})")
     started = time.perf_counter()
     with Generator(args.asset, args.compute_unit) as generator:
@@ -170,15 +235,18 @@ def _generate(args) -> int:
             printed = text
 
         started = time.perf_counter()
-        new = generator.generate(
-            prompt_ids,
-            args.max_new_tokens,
-            temperature=args.temperature,
-            top_k=args.top_k,
-            seed=args.seed,
-            on_token=show,
-        )
+        try:
+            new = generator.generate(
+                prompt_ids,
+                args.max_new_tokens,
+                temperature=args.temperature,
+                top_k=args.top_k,
+                seed=args.seed,
+                on_token=show,
+            )
+        finally:
+            if shown:  # the error, if any, goes on a line of its own
+                print(flush=True)
     seconds = time.perf_counter() - started
-    print()
     say(f"{len(new)} tokens in {seconds:.2f} s ({len(new) / seconds:.1f} tok/s, prompt included)")
     return 0

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from zoo.core.export import EntryPoint, export_entry_points, read_metadata
+from zoo.core.export import EntryPoint, check_destination, export_entry_points, read_metadata
 from zoo.core.kv import causal_mask, chunk_rows, get_strategy
 from zoo.core.layout import layout_of
 from zoo.core.runtime import Model
@@ -26,6 +26,20 @@ from zoo.core.runtime import Model
 
 class ContextFullError(IndexError):
     """The decode would run past the context the asset was exported with."""
+
+
+MAX_CAPACITY = 262_144  # the longest context of the zoo's models (Qwen3.5)
+
+
+def check_capacity(capacity: int) -> None:
+    """A KV cache length the export can hold: checked before anything is built."""
+    if isinstance(capacity, bool) or not isinstance(capacity, int) or capacity < 2:
+        raise ValueError(f"the context must be a whole number of tokens >= 2, got {capacity!r}")
+    if capacity > MAX_CAPACITY:
+        raise ValueError(
+            f"a context of {capacity} tokens is more than the zoo's models support "
+            f"({MAX_CAPACITY}); choose a smaller --context"
+        )
 
 
 @dataclass
@@ -69,8 +83,12 @@ def export_decoder(
     overwrite: bool = False,
 ) -> Path:
     """Export `model` (forward(input_ids, *host inputs, *states)) as prefill + decode."""
-    if spec.chunk < 2:
-        raise ValueError("the prefill chunk must hold at least 2 tokens (decode takes 1)")
+    if not 2 <= spec.chunk <= spec.capacity:
+        raise ValueError(
+            f"the prefill chunk must hold 2 to {spec.capacity} tokens (the context), "
+            f"got {spec.chunk}"
+        )
+    check_destination(path, overwrite, spec.checkpoint)
     states = {name: torch.zeros(shape) for name, shape in spec.state_shapes.items()}
     entries = []
     for name, length in (("prefill", spec.chunk), ("decode", 1)):
@@ -95,7 +113,6 @@ def decoder_spec(
 ) -> DecodeSpec:
     """The spec of a zoo decoder: `model` has `strategy`, `capacity`, `config` and
     `state_shapes()`."""
-    eos = model.config.eos_token_id
     return DecodeSpec(
         model=name,
         strategy=model.strategy.name,
@@ -104,7 +121,7 @@ def decoder_spec(
         vocab_size=model.config.vocab_size,
         state_shapes={n: list(shape) for n, shape in model.state_shapes().items()},
         sliding_window=sliding_window,
-        stop_token_ids=[eos] if isinstance(eos, int) else list(eos or []),
+        stop_token_ids=[int(token) for token in model.config.stop_token_ids],
         checkpoint=checkpoint,
         layout=layout_of(model),
     )
@@ -116,6 +133,16 @@ def eager_logits(model: torch.nn.Module, spec: DecodeSpec, ids: list[int]) -> to
     states = [torch.zeros(shape) for shape in spec.state_shapes.values()]
     with torch.no_grad():
         return model(*(torch.from_numpy(v) for v in inputs.values()), *states)
+
+
+def check_token_ids(ids: Sequence[int], vocab_size: int) -> None:
+    """Token ids must be whole numbers in the vocabulary: a negative id would wrap around
+    (-1 reads the last embedding row) and a float be truncated, silently."""
+    for token in ids:
+        if isinstance(token, bool) or not isinstance(token, int | np.integer):
+            raise ValueError(f"token ids must be whole numbers, got {token!r}")
+        if not 0 <= token < vocab_size:
+            raise ValueError(f"token id {token} is outside the vocabulary (0..{vocab_size - 1})")
 
 
 def sample(
@@ -160,6 +187,7 @@ class Generator:
         ids = list(ids)
         if not ids:
             raise ValueError("feed() needs at least one token")
+        check_token_ids(ids, self.spec.vocab_size)
         if self.position + len(ids) > self.spec.capacity:
             raise ContextFullError(
                 f"the context holds {self.spec.capacity} tokens: {self.position} are used and "
@@ -198,6 +226,16 @@ class Generator:
         Stops after `max_new_tokens`, at a stop token (included in the result), or raises
         `ContextFullError` when the next token would not fit.
         """
+        if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int):
+            raise ValueError(f"max_new_tokens must be a whole number, got {max_new_tokens!r}")
+        if max_new_tokens < 1:
+            raise ValueError(f"max_new_tokens must be at least 1, got {max_new_tokens}")
+        if not (isinstance(temperature, int | float) and 0 <= temperature < float("inf")):
+            raise ValueError(f"temperature must be >= 0 (0: greedy), got {temperature!r}")
+        if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, int)):
+            raise ValueError(f"top_k must be a whole number >= 1, got {top_k!r}")
+        if top_k is not None and top_k < 1:
+            raise ValueError(f"top_k must be at least 1 (or None: all tokens), got {top_k}")
         stops = set(self.spec.stop_token_ids if stop_token_ids is None else stop_token_ids)
         rng = np.random.default_rng(seed)
         self.reset()

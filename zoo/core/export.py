@@ -7,11 +7,15 @@ when the caller says `overwrite=True` (coreai-torch's own `save_asset` replaces 
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import logging
 import os
 import re
 import shutil
+import signal
 import tempfile
+import threading
 import time
 import warnings
 from collections.abc import Mapping, Sequence
@@ -100,10 +104,12 @@ def export_entry_points(
     extra_metadata: Mapping[str, Any] | None = None,
 ) -> Path:
     """Export several functions into one asset; functions may share state names."""
-    path = _check_destination(Path(path), overwrite)
+    path = check_destination(path, overwrite)
     names = [e.name for e in entry_points]
     if not entry_points or len(set(names)) != len(names):
         raise ValueError(f"entry point names must be unique and non-empty, got {names}")
+    _check_names(entry_points)
+    _check_free_space(path, entry_points)
 
     started = time.perf_counter()
     converter = TorchConverter(mode=TorchConverter.Mode.RELEASE)
@@ -146,12 +152,24 @@ def export_entry_points(
 
 
 def read_metadata(path: str | os.PathLike) -> dict:
-    """What `export` recorded in the asset: producer versions, entry points, states."""
-    from coreai.authoring.asset import AIModelAsset
+    """What `export` recorded in the asset: producer versions, entry points, states.
 
-    custom = AIModelAsset.load(Path(path)).metadata.creator_defined_metadata
+    Read from the asset's metadata.json with `json`: coreai-core 1.0.0b3's metadata reader
+    turns a stored 1 into True (a stop id of 1 came back as `[true]`).
+    """
+    from zoo.core.checkpoint import read_json
+
+    path = Path(path)
+    if not path.is_dir():
+        raise FileNotFoundError(
+            f"no asset at {path}: export one first (python -m zoo.MODEL export)"
+        )
+    metadata = read_json(path / "metadata.json", f": {path} is not a complete .aimodel asset")
+    custom = metadata.get("creatorDefinedMetadata") or {}
     if METADATA_KEY not in custom:
-        raise KeyError(f"{path} was not exported by zoo.core.export (no {METADATA_KEY!r} key)")
+        raise ValueError(
+            f"{path} was not exported by the zoo (its metadata has no {METADATA_KEY!r})"
+        )
     return custom[METADATA_KEY]
 
 
@@ -165,15 +183,48 @@ def program_text(path: str | os.PathLike) -> dict[str, str]:
     return {name: text[start:end] for (start, name), end in zip(starts, ends, strict=True)}
 
 
-def _check_destination(path: Path, overwrite: bool) -> Path:
+def check_destination(
+    path: str | os.PathLike, overwrite: bool = False, source: str | os.PathLike | None = None
+) -> Path:
+    """Refuse, before any expensive work, an output that cannot or must not be written.
+
+    It must end in .aimodel, not exist (unless `overwrite`), not be or sit inside the
+    checkpoint `source` it is exported from (an overwrite would delete the weights), and its
+    nearest existing parent directory must be writable.
+    """
+    path = Path(path)
     if path.suffix != ".aimodel":
         raise ValueError(f"an asset path must end in .aimodel, got {str(path)!r}")
+    if source is not None:
+        source_dir = Path(source).resolve()
+        if path.resolve() == source_dir or source_dir in path.resolve().parents:
+            raise ValueError(
+                f"{path} is (inside) the checkpoint {source}: write the asset elsewhere"
+            )
+    if path.exists() and not path.is_dir():
+        raise FileExistsError(f"{path} exists and is not an asset directory; remove it first")
     if path.exists() and not overwrite:
         raise FileExistsError(
-            f"{path} already exists; pass overwrite=True to replace it, or choose another path"
+            f"{path} already exists; pass overwrite=True (--overwrite) to replace it, or "
+            "choose another path"
         )
-    path.parent.mkdir(parents=True, exist_ok=True)
+    parent = path.parent.resolve()
+    while not parent.exists():
+        parent = parent.parent
+    if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
+        raise PermissionError(f"cannot write {path}: {parent} is not a writable directory")
     return path
+
+
+def _check_names(entry_points: Sequence[EntryPoint]) -> None:
+    for entry in entry_points:
+        names = [*entry.input_names, *entry.output_names, *entry.state_names]
+        repeated = sorted({n for n in names if names.count(n) > 1})
+        if repeated:
+            raise ValueError(
+                f"entry point {entry.name!r}: {repeated} named more than once among its "
+                "inputs, outputs and states; every name must be distinct"
+            )
 
 
 def _check_example_inputs(entry: EntryPoint) -> None:
@@ -204,24 +255,109 @@ def _without_none(value: Any) -> Any:
     return value
 
 
-def _save_atomically(program, path: Path, metadata: dict, overwrite: bool) -> None:
-    staging = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent))
+def file_digest(path: Path) -> str:
+    """sha256 of a file, read in 8 MB blocks."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as file:
+        while block := file.read(8 << 20):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _check_free_space(path: Path, entry_points: Sequence[EntryPoint]) -> None:
+    """A full disk aborts the process inside the runtime's writer (LLVM ERROR): refuse first.
+
+    An asset stores each distinct weight once (shared between entry points)."""
+    tensors = {
+        id(t): t.numel() * t.element_size()
+        for entry in entry_points
+        for t in [*entry.module.parameters(), *entry.module.buffers()]
+    }
+    needed = int(sum(tensors.values()) * 1.1) + (16 << 20)
+    parent = path.parent.resolve()
+    while not parent.exists():
+        parent = parent.parent
+    free = shutil.disk_usage(parent).free
+    if free < needed:
+        raise OSError(
+            f"not enough space for {path}: about {needed / 1e9:.2f} GB needed, "
+            f"{free / 1e9:.2f} GB free in {parent}"
+        )
+
+
+STAGING_SUFFIX = ".partial"
+
+
+def _remove_stale_staging(path: Path) -> None:
+    """Staging directories of an earlier export of `path` whose process is gone."""
+    for stale in path.parent.glob(f".{path.name}.*{STAGING_SUFFIX}"):
+        try:
+            pid = int(stale.name[len(path.name) + 2 :].split(".")[0])
+            os.kill(pid, 0)  # still running: not stale
+        except ProcessLookupError:
+            shutil.rmtree(stale, ignore_errors=True)
+        except (ValueError, PermissionError):
+            continue
+
+
+@contextlib.contextmanager
+def _interrupts_raise():
+    """SIGTERM (and SIGHUP) raise in the main thread, so `finally` blocks clean up."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(number, _frame):
+        raise KeyboardInterrupt(f"export interrupted by {signal.Signals(number).name}")
+
+    previous = {n: signal.signal(n, stop) for n in (signal.SIGTERM, signal.SIGHUP)}
     try:
-        fresh = staging / path.name
-        asset = program.save_asset(fresh)
-        stored = _without_none(metadata)  # the asset's metadata has no null
-        asset.update_metadata(lambda m: m.set_custom(METADATA_KEY, stored))
-        if path.exists():
-            if not overwrite:  # appeared while we were exporting
-                raise FileExistsError(f"{path} appeared during the export; nothing replaced")
-            previous = staging / "previous"
-            os.rename(path, previous)
-            try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+
+
+def _save_atomically(program, path: Path, metadata: dict, overwrite: bool) -> None:
+    _remove_stale_staging(path)
+    created = [p for p in [path.parent, *path.parent.parents] if not p.exists()]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(
+        tempfile.mkdtemp(
+            prefix=f".{path.name}.{os.getpid()}.", suffix=STAGING_SUFFIX, dir=path.parent
+        )
+    )
+    done = False
+    try:
+        with _interrupts_raise():
+            fresh = staging / path.name
+            asset = program.save_asset(fresh)
+            stored = _without_none(metadata)  # the asset's metadata has no null
+            asset.update_metadata(lambda m: m.set_custom(METADATA_KEY, stored))
+            # Every file's size and hash, checked before the runtime opens the asset
+            # (zoo.core.runtime.verify_asset): a damaged program kills the process.
+            stored["files"] = {
+                file.name: {"size": file.stat().st_size, "sha256": file_digest(file)}
+                for file in sorted(fresh.iterdir())
+                if file.is_file() and file.name != "metadata.json"
+            }
+            asset.update_metadata(lambda m: m.set_custom(METADATA_KEY, stored))
+            if path.exists():
+                if not overwrite:  # appeared while we were exporting
+                    raise FileExistsError(f"{path} appeared during the export; nothing replaced")
+                previous = staging / "previous"
+                os.rename(path, previous)
+                try:
+                    os.rename(fresh, path)
+                except BaseException:
+                    os.rename(previous, path)
+                    raise
+            else:
                 os.rename(fresh, path)
-            except BaseException:
-                os.rename(previous, path)
-                raise
-        else:
-            os.rename(fresh, path)
+            done = True
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+        if not done:  # directories this export created, now empty, go too
+            for directory in created:
+                with contextlib.suppress(OSError):
+                    directory.rmdir()

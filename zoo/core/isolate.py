@@ -113,7 +113,13 @@ def run_isolated(
     with tempfile.TemporaryDirectory(prefix="zoo-isolate-") as tmp:
         call = Path(tmp) / "call.json"
         result = Path(tmp) / "result.json"
-        call.write_text(json.dumps({"target": target, "args": args, "kwargs": kwargs}))
+        payload = {"target": target, "args": args, "kwargs": kwargs}
+        call.write_text(json.dumps(payload, default=_jsonable))
+        # The child's temporary files (compiled .aimodelx, staging directories) go into a
+        # directory removed with this one, also when the child crashes and cannot clean up.
+        child_tmp = Path(tmp) / "tmp"
+        child_tmp.mkdir()
+        env = {**(env if env is not None else os.environ), "TMPDIR": str(child_tmp)}
         command = [sys.executable, "-m", "zoo.core.isolate", str(call), str(result)]
         outcome = _run(command, timeout, env)
         if outcome.status == CRASHED and result.exists():
@@ -268,6 +274,8 @@ def _child(call_path: str, result_path: str) -> int:
         reply = {"status": WRONG_NUMBERS, "detail": str(exc)}
     except ExportError:
         reply = {"status": FAILED_TO_EXPORT, "detail": traceback.format_exc()[-TAIL_CHARS:]}
+    except SystemExit as exc:  # not a return value: say so, with the code it exited with
+        reply = {"status": ERROR, "detail": f"the callable called sys.exit({exc.code!r})"}
     except Exception:
         reply = {"status": ERROR, "detail": traceback.format_exc()[-TAIL_CHARS:]}
     try:
@@ -283,6 +291,8 @@ def _jsonable(value: Any) -> Any:
         return value.item()
     if isinstance(value, np.ndarray):
         return value.tolist()
+    if isinstance(value, os.PathLike):
+        return os.fspath(value)
     raise TypeError(f"run_isolated: the return value must be JSON-able, got {type(value)}")
 
 

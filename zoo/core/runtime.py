@@ -15,9 +15,12 @@ Platforms:
 from __future__ import annotations
 
 import asyncio
+import atexit
 import gc
 import os
+import sys
 import threading
+import weakref
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -55,13 +58,17 @@ def os_framework_available() -> bool:
     return SpecializationOptions.is_supported()
 
 
+class ComputeUnitError(ValueError, RuntimeError):
+    """The chosen compute unit does not exist on this platform."""
+
+
 def _specialization(compute_unit: str):
     if compute_unit not in COMPUTE_UNITS:
         raise ValueError(f"compute_unit must be one of {COMPUTE_UNITS}, got {compute_unit!r}")
     if not os_framework_available():
         if compute_unit in ("auto", "cpu"):
             return None  # the in-package CPU runtime has no delegates to choose from
-        raise RuntimeError(
+        raise ComputeUnitError(
             f"compute unit {compute_unit!r} needs macOS 27+ with the OS Core AI framework; "
             "this platform runs the in-package CPU runtime (use 'cpu' or 'auto')"
         )
@@ -84,12 +91,28 @@ class _LoopThread:
         self.thread.start()
 
     def run(self, coroutine):
+        if not self.thread.is_alive():  # at interpreter exit: waiting would hang forever
+            coroutine.close()
+            raise RuntimeError("the runtime's event loop has stopped (interpreter exiting?)")
         return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result()
 
     def stop(self) -> None:
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self.thread.join()
-        self.loop.close()
+        if self.thread.is_alive():
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self.thread.join()
+        if not self.loop.is_running():
+            self.loop.close()
+
+
+# Models still open at exit are closed by atexit, while their loop threads still run: left
+# to `__del__` during finalization, closing would wait on a stopped thread and hang.
+_OPEN_MODELS: weakref.WeakSet = weakref.WeakSet()
+
+
+@atexit.register
+def _close_open_models() -> None:
+    for model in list(_OPEN_MODELS):
+        model.close()
 
 
 class Model:
@@ -108,16 +131,13 @@ class Model:
         self._context = context  # keeps the compiled artifact (Linux) alive
         self._model = model
         self._functions: dict[str, Function] = {}
+        _OPEN_MODELS.add(self)
 
     @classmethod
     def load(cls, path: str | os.PathLike, compute_unit: str | None = None) -> Model:
         path = Path(path)
         compute_unit = compute_unit or default_compute_unit()
-        if not path.is_dir() or not (path / "metadata.json").exists():
-            raise FileNotFoundError(
-                f"{path} is not a Core AI asset (a directory with metadata.json, as "
-                "written by zoo.core.export); export one first"
-            )
+        verify_asset(path)  # a damaged file would kill the process inside the runtime
         options = _specialization(compute_unit)
         loop = _LoopThread()
         try:
@@ -164,6 +184,10 @@ class Model:
         """
         if self._model is None:
             return
+        _OPEN_MODELS.discard(self)
+        if not self._loop.thread.is_alive() or sys.is_finalizing():
+            self._model = self._context = None  # too late to release in order; never hang
+            return
         for function in self._functions.values():
             function._function = None
         self._functions.clear()
@@ -186,6 +210,50 @@ class Model:
             self.close()
         except Exception:
             pass
+
+
+class AssetError(ValueError):
+    """An asset's files are missing, truncated or altered: the runtime would crash on it."""
+
+
+# Files up to this size are hashed on every load; larger ones have their size checked
+# (ZOO_VERIFY=full hashes them too). Hashing reads at ~1 GB/s.
+HASH_LIMIT = 256 * 1024 * 1024
+
+
+def verify_asset(path: Path, full: bool | None = None) -> None:
+    """Check an asset before the runtime opens it.
+
+    Assets the zoo exported carry a manifest (every file's size and sha256) in their
+    metadata: a missing, truncated or altered file is refused here with its name. Other
+    assets only get a presence check (metadata.json and a non-empty program file).
+    """
+    from zoo.core.checkpoint import read_json
+    from zoo.core.export import METADATA_KEY, file_digest
+
+    if not path.is_dir():
+        raise FileNotFoundError(
+            f"{path} is not a Core AI asset (a directory with metadata.json, as written by "
+            "zoo.core.export); export one first"
+        )
+    hint = ": the asset is damaged; export it again"
+    metadata = read_json(path / "metadata.json", f" ({path} is not a complete asset{hint[1:]})")
+    manifest = (metadata.get("creatorDefinedMetadata") or {}).get(METADATA_KEY, {}).get("files")
+    if manifest is None:
+        programs = [p for p in path.glob("*.mlirb") if p.stat().st_size > 0]
+        if not programs:
+            raise AssetError(f"{path} has no program (*.mlirb){hint}")
+        return
+    full = os.environ.get("ZOO_VERIFY") == "full" if full is None else full
+    for name, recorded in manifest.items():
+        file = path / name
+        if not file.is_file():
+            raise AssetError(f"{file} is missing{hint}")
+        size = file.stat().st_size
+        if size != recorded["size"]:
+            raise AssetError(f"{file} has {size} bytes, {recorded['size']} were written{hint}")
+        if (full or size <= HASH_LIMIT) and file_digest(file) != recorded["sha256"]:
+            raise AssetError(f"{file} was altered since the export (sha256 differs){hint}")
 
 
 class Function:

@@ -6,14 +6,22 @@ Field names and defaults follow transformers 5.23 `Gemma4TextConfig`; a multimod
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from zoo.core.checkpoint import read_text_config, text_config
+from zoo.core.checkpoint import (
+    CheckpointConfig,
+    UnsupportedConfig,
+    read_checkpoint_config,
+    split_config,
+    typed_fields,
+)
 
-
-class UnsupportedConfig(ValueError):
-    """The checkpoint asks for something this entry does not implement."""
+# Model types of the Gemma 4 family that this entry does not load, and why.
+REFUSED_MODEL_TYPES = {
+    name: "Gemma 4 12B's unified architecture, which this entry does not implement"
+    for name in ("gemma4_unified", "gemma4_unified_text")
+}
 
 
 @dataclass
@@ -25,14 +33,18 @@ class Gemma4Config:
     num_attention_heads: int = 8
     num_key_value_heads: int = 4
     head_dim: int = 256
-    # layer index -> overrides of head_dim / num_key_value_heads (full-attention layers have
-    # a wider head); transformers writes it into config.json
-    per_layer_config: dict = field(default_factory=dict)
+    # Full-attention layers have a wider head (and, with attention_k_eq_v, their own KV
+    # head count). Released config.json files say so with global_head_dim and
+    # num_global_key_value_heads; transformers re-saves them as per_layer_config
+    # (layer index -> overrides). Either spelling is read, as transformers reads it.
+    global_head_dim: int = 512
+    num_global_key_value_heads: int | None = None
+    per_layer_config: dict | None = None
     hidden_activation: str = "gelu_pytorch_tanh"
     rms_norm_eps: float = 1e-6
-    rope_parameters: dict = field(default_factory=dict)
+    rope_parameters: dict | None = None
     sliding_window: int = 512
-    layer_types: list[str] = field(default_factory=list)
+    layer_types: list[str] | None = None
     final_logit_softcapping: float | None = None
     vocab_size_per_layer_input: int = 262_144
     hidden_size_per_layer_input: int = 256  # 0: no per-layer embeddings
@@ -45,6 +57,8 @@ class Gemma4Config:
     bos_token_id: int | None = 2
     eos_token_id: int | list[int] | None = 1
     pad_token_id: int | None = 0
+    # every id that ends a generation (generation_config.json, top level, text config)
+    stop_token_ids: list[int] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if not self.layer_types:  # transformers' default: 5 sliding, then 1 full
@@ -52,32 +66,51 @@ class Gemma4Config:
                 "full_attention" if (i + 1) % 6 == 0 else "sliding_attention"
                 for i in range(self.num_hidden_layers)
             ]
+        if len(self.layer_types) != self.num_hidden_layers:
+            raise ValueError(
+                f"layer_types has {len(self.layer_types)} entries for "
+                f"{self.num_hidden_layers} layers (num_hidden_layers)"
+            )
         self.layer_types[-1] = "full_attention"  # transformers forces this too
+        if self.per_layer_config is None:  # the released spelling (see global_head_dim)
+            overrides: dict = {"head_dim": self.global_head_dim}
+            if self.attention_k_eq_v and self.num_global_key_value_heads is not None:
+                overrides["num_key_value_heads"] = self.num_global_key_value_heads
+            self.per_layer_config = {
+                i: overrides for i, kind in enumerate(self.layer_types) if kind == "full_attention"
+            }
         # config.json spells layer indices as zero-padded strings ("04" when there are more
         # than 9 layers); key them by int.
-        self.per_layer_config = {int(k): v for k, v in (self.per_layer_config or {}).items()}
-        defaults = {
-            "sliding_attention": {"rope_type": "default", "rope_theta": 10_000.0},
-            "full_attention": {
-                "rope_type": "proportional",
-                "partial_rotary_factor": 0.25,
-                "rope_theta": 1_000_000.0,
-            },
-        }
-        self.rope_parameters = {**defaults, **(self.rope_parameters or {})}
+        self.per_layer_config = {int(k): v for k, v in self.per_layer_config.items()}
+        if self.rope_parameters is None:  # transformers' defaults, used only when absent
+            self.rope_parameters = {
+                "sliding_attention": {"rope_type": "default", "rope_theta": 10_000.0},
+                "full_attention": {
+                    "rope_type": "proportional",
+                    "partial_rotary_factor": 0.25,
+                    "rope_theta": 1_000_000.0,
+                },
+            }
+        if not self.stop_token_ids:
+            eos = self.eos_token_id
+            self.stop_token_ids = [eos] if isinstance(eos, int) else list(eos or [])
         self.check_supported()
 
     def check_supported(self) -> None:
         unsupported = []
         if self.enable_moe_block:
             unsupported.append("enable_moe_block=True (the parallel mixture-of-experts block)")
-        if self.use_bidirectional_attention:
+        # "vision" makes image tokens attend both ways; text-only decoding is unchanged.
+        if self.use_bidirectional_attention not in (None, "vision"):
             unsupported.append(f"use_bidirectional_attention={self.use_bidirectional_attention!r}")
         if self.hidden_activation != "gelu_pytorch_tanh":
             unsupported.append(f"hidden_activation={self.hidden_activation!r}")
-        for layer_type, rope in self.rope_parameters.items():
-            if (
-                rope.get("rope_type") not in ("default", "proportional")
+        for layer_type in sorted(set(self.layer_types)):
+            rope = self.rope_parameters.get(layer_type)
+            if not isinstance(rope, dict):
+                unsupported.append(f"rope_parameters without {layer_type!r}")
+            elif (
+                rope.get("rope_type", "default") not in ("default", "proportional")
                 or rope.get("factor", 1.0) != 1.0
             ):
                 unsupported.append(f"rope_parameters[{layer_type!r}]={rope}")
@@ -126,11 +159,25 @@ class Gemma4Config:
         )
 
     @classmethod
+    def from_checkpoint_config(cls, checkpoint: CheckpointConfig) -> Gemma4Config:
+        values = typed_fields(cls, checkpoint.text, "config.json")
+        values.pop("stop_token_ids", None)
+        values["tie_word_embeddings"] = checkpoint.tie_word_embeddings(True, True)
+        values["stop_token_ids"] = checkpoint.stop_token_ids(cls.eos_token_id)
+        return cls(**values)
+
+    @classmethod
     def from_dict(cls, raw: dict) -> Gemma4Config:
-        raw = text_config(raw, "gemma4_text", "gemma4", "Gemma 4")
-        known = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in raw.items() if k in known})
+        """From a config.json object (text-only or multimodal layout)."""
+        return cls.from_checkpoint_config(
+            split_config(raw, "gemma4_text", "gemma4", "Gemma 4", REFUSED_MODEL_TYPES)
+        )
 
     @classmethod
     def from_checkpoint(cls, directory: str | Path) -> Gemma4Config:
-        return cls.from_dict(read_text_config(directory, "gemma4_text", "gemma4", "Gemma 4"))
+        """From a checkpoint directory: config.json and generation_config.json."""
+        return cls.from_checkpoint_config(
+            read_checkpoint_config(
+                directory, "gemma4_text", "gemma4", "Gemma 4", REFUSED_MODEL_TYPES
+            )
+        )

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from zoo.core.checkpoint import load_into, safetensors_files
+from zoo.core.checkpoint import build_and_load
+from zoo.core.decode import check_capacity
 from zoo.core.kv import KVStrategy, get_strategy
 from zoo.gemma4.config import Gemma4Config
 from zoo.gemma4.model import Gemma4
@@ -39,9 +40,8 @@ def load_gemma4(
 ) -> Gemma4:
     """A ready-to-export Gemma 4 (eval mode, float32) with the checkpoint's weights."""
     config = Gemma4Config.from_checkpoint(directory)
-    safetensors_files(directory)  # fail before building a model for a checkpoint we cannot read
+    check_capacity(capacity)
     strategy = get_strategy(strategy) if isinstance(strategy, str) else strategy
-    model = Gemma4(config, strategy, capacity).eval()
     # Shared-KV layers have no k/v weights; checkpoints may still carry them.
     ignored = [
         f"layers.{i}.self_attn.{name}"
@@ -51,5 +51,7 @@ def load_gemma4(
     ]
     if config.tie_word_embeddings:
         ignored.append("lm_head.")
-    load_into(model, directory, checkpoint_name_to_ours, ignore=ignored)
-    return model
+    model = build_and_load(
+        lambda: Gemma4(config, strategy, capacity), directory, checkpoint_name_to_ours, ignored
+    )
+    return model.eval()

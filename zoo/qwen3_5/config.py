@@ -6,14 +6,23 @@ Field names and defaults follow transformers 5.23 `Qwen3_5TextConfig`; a multimo
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from zoo.core.checkpoint import read_text_config, text_config
+from zoo.core.checkpoint import (
+    CheckpointConfig,
+    UnsupportedConfig,
+    read_checkpoint_config,
+    split_config,
+    typed_fields,
+)
 
-
-class UnsupportedConfig(ValueError):
-    """The checkpoint asks for something this entry does not implement."""
+# Model types of the Qwen3.5 family that this entry does not load, and why.
+REFUSED_MODEL_TYPES = {
+    name: "the mixture-of-experts Qwen3.5 sizes (35B-A3B, 122B-A10B, 397B-A17B) are not "
+    "implemented by this entry"
+    for name in ("qwen3_5_moe", "qwen3_5_moe_text")
+}
 
 
 @dataclass
@@ -27,19 +36,24 @@ class Qwen3_5Config:
     head_dim: int = 256
     hidden_act: str = "silu"
     rms_norm_eps: float = 1e-6
-    rope_parameters: dict = field(default_factory=dict)
+    rope_parameters: dict | None = None
+    # legacy spellings beside rope_parameters, folded into it as transformers does
+    rope_theta: float | None = None
+    partial_rotary_factor: float = 0.25
     attention_bias: bool = False
     linear_conv_kernel_dim: int = 4
     linear_key_head_dim: int = 128
     linear_value_head_dim: int = 128
     linear_num_key_heads: int = 16
     linear_num_value_heads: int = 32
-    layer_types: list[str] = field(default_factory=list)
+    layer_types: list[str] | None = None
     full_attention_interval: int = 4
     tie_word_embeddings: bool = False
     bos_token_id: int | None = None
     eos_token_id: int | list[int] | None = None
     pad_token_id: int | None = None
+    # every id that ends a generation (generation_config.json, top level, text config)
+    stop_token_ids: list[int] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if not self.layer_types:  # transformers' default: every 4th layer is full attention
@@ -49,12 +63,21 @@ class Qwen3_5Config:
                 else "linear_attention"
                 for i in range(self.num_hidden_layers)
             ]
-        self.rope_parameters = {
-            "rope_type": "default",
-            "rope_theta": 10_000.0,
-            "partial_rotary_factor": 0.25,
-            **(self.rope_parameters or {}),
-        }
+        if len(self.layer_types) != self.num_hidden_layers:
+            raise ValueError(
+                f"layer_types has {len(self.layer_types)} entries for "
+                f"{self.num_hidden_layers} layers (num_hidden_layers)"
+            )
+        # transformers: values inside rope_parameters win; rope_theta and
+        # partial_rotary_factor beside it fill what is missing (the Qwen3-Next spelling).
+        rope = dict(self.rope_parameters or {})
+        rope.setdefault("rope_type", rope.get("type", "default"))
+        rope.setdefault("rope_theta", 10_000.0 if self.rope_theta is None else self.rope_theta)
+        rope.setdefault("partial_rotary_factor", self.partial_rotary_factor)
+        self.rope_parameters = rope
+        if not self.stop_token_ids:
+            eos = self.eos_token_id
+            self.stop_token_ids = [eos] if isinstance(eos, int) else list(eos or [])
         unsupported = []
         if self.rope_parameters.get("rope_type") != "default":
             unsupported.append(f"rope_parameters={self.rope_parameters}")
@@ -80,11 +103,28 @@ class Qwen3_5Config:
         return 2 * keys + self.linear_num_value_heads * self.linear_value_head_dim
 
     @classmethod
+    def from_checkpoint_config(cls, checkpoint: CheckpointConfig) -> Qwen3_5Config:
+        text = checkpoint.text
+        if "rope_parameters" not in text and "rope_scaling" in text:  # the older key
+            text = {**text, "rope_parameters": text["rope_scaling"]}
+        values = typed_fields(cls, text, "config.json")
+        values.pop("stop_token_ids", None)
+        values["tie_word_embeddings"] = checkpoint.tie_word_embeddings(False, False)
+        values["stop_token_ids"] = checkpoint.stop_token_ids(cls.eos_token_id)
+        return cls(**values)
+
+    @classmethod
     def from_dict(cls, raw: dict) -> Qwen3_5Config:
-        raw = text_config(raw, "qwen3_5_text", "qwen3_5", "Qwen3.5")
-        known = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in raw.items() if k in known})
+        """From a config.json object (text-only or multimodal layout)."""
+        return cls.from_checkpoint_config(
+            split_config(raw, "qwen3_5_text", "qwen3_5", "Qwen3.5", REFUSED_MODEL_TYPES)
+        )
 
     @classmethod
     def from_checkpoint(cls, directory: str | Path) -> Qwen3_5Config:
-        return cls.from_dict(read_text_config(directory, "qwen3_5_text", "qwen3_5", "Qwen3.5"))
+        """From a checkpoint directory: config.json and generation_config.json."""
+        return cls.from_checkpoint_config(
+            read_checkpoint_config(
+                directory, "qwen3_5_text", "qwen3_5", "Qwen3.5", REFUSED_MODEL_TYPES
+            )
+        )

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from zoo.core.checkpoint import load_into, safetensors_files
+from zoo.core.checkpoint import build_and_load
+from zoo.core.decode import check_capacity
 from zoo.core.kv import KVStrategy, get_strategy
 from zoo.qwen3_5.config import Qwen3_5Config
 from zoo.qwen3_5.model import Qwen3_5
@@ -35,9 +36,13 @@ def load_qwen3_5(
 ) -> Qwen3_5:
     """A ready-to-export Qwen3.5 (eval mode, float32) with the checkpoint's weights."""
     config = Qwen3_5Config.from_checkpoint(directory)
-    safetensors_files(directory)  # fail before building a model for a checkpoint we cannot read
+    check_capacity(capacity)
     strategy = get_strategy(strategy) if isinstance(strategy, str) else strategy
-    model = Qwen3_5(config, strategy, capacity, one_step_decode).eval()
     ignored = ["lm_head."] if config.tie_word_embeddings else []
-    load_into(model, directory, checkpoint_name_to_ours, ignore=ignored)
-    return model
+    model = build_and_load(
+        lambda: Qwen3_5(config, strategy, capacity, one_step_decode),
+        directory,
+        checkpoint_name_to_ours,
+        ignored,
+    )
+    return model.eval()

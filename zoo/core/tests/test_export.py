@@ -140,5 +140,5 @@ def test_read_metadata_of_a_foreign_asset(tmp_path):
     )
     path = tmp_path / "foreign.aimodel"
     converter.to_coreai().save_asset(path)
-    with pytest.raises(KeyError, match="not exported by zoo.core.export"):
+    with pytest.raises(ValueError, match="not exported by the zoo"):
         read_metadata(path)

@@ -1,0 +1,45 @@
+"""Released config.json files (as published), scaled down to tiny widths:
+each decodes like transformers on the Core AI runtime, or is refused.
+
+Run: python snippets/released_configs.py [--record DIR]   (every size)
+"""
+
+# --8<-- [start:scale]
+import json
+import tempfile
+from pathlib import Path
+
+from zoo.released import released_configs, scale_down
+
+published = json.loads(
+    released_configs("gemma4")["gemma-4-E2B-it"].read_text()
+)
+tiny = scale_down(published)
+text, tiny_text = published["text_config"], tiny["text_config"]
+for key in ("num_hidden_layers", "hidden_size", "head_dim", "global_head_dim"):
+    print(f"{key:18} {text[key]:>6} -> {tiny_text[key]}")
+print("stop ids (top level)", tiny["eos_token_id"])
+# --8<-- [end:scale]
+
+# --8<-- [start:check]
+from zoo.released import released_row
+
+row = released_row("gemma4", "gemma-4-E2B-it", Path(tempfile.mkdtemp()))
+print(json.dumps(row, indent=2))
+assert row["greedy tokens on the runtime"] == "8/8 identical"
+assert row["logits max abs error (runtime)"] < 1e-4
+# --8<-- [end:check]
+
+import sys
+
+if __name__ == "__main__" and "--record" in sys.argv:
+    from zoo.core.records import write_record
+    from zoo.released import MODELS
+
+    directory = sys.argv[sys.argv.index("--record") + 1]
+    workdir = Path(tempfile.mkdtemp())
+    for model in MODELS:
+        names = released_configs(model)
+        rows = [released_row(model, name, workdir) for name in names]
+        path = write_record(directory, f"{model}-released", {"rows": rows})
+        print(f"wrote {path}")

@@ -1,0 +1,231 @@
+"""Checkpoints as the model repositories publish them (issue: real config.json files).
+
+- every released Gemma 4 and Qwen3.5 config.json (zoo/*/released/), scaled down, either
+  decodes like transformers on the runtime (tokens and logits) or is refused naming why;
+- our config readers agree with transformers' config classes on every field we use;
+- the spellings transformers never writes back: `global_head_dim`, top-level tying of the
+  multimodal layouts, RoPE fields beside `rope_parameters`, stop lists in
+  generation_config.json / the top level, `use_bidirectional_attention="vision"`.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from zoo.core.checkpoint import UnsupportedConfig
+from zoo.gemma4 import Gemma4Config, load_gemma4, torch_logits
+from zoo.qwen3_5 import Qwen3_5Config, load_qwen3_5
+from zoo.qwen3_5 import torch_logits as qwen_logits
+from zoo.released import MODELS, PROMPT, released_configs, released_row, scale_down
+
+transformers = pytest.importorskip("transformers")
+
+CASES = [(model, name) for model in MODELS for name in released_configs(model)]
+# What a refused size must name.
+REFUSED = {
+    "gemma-4-12B-it": "gemma4_unified",
+    "gemma-4-26B-A4B-it": "enable_moe_block",
+    "Qwen3.5-35B-A3B": "mixture-of-experts",
+    "Qwen3.5-122B-A10B": "mixture-of-experts",
+    "Qwen3.5-397B-A17B": "mixture-of-experts",
+}
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory):
+    return tmp_path_factory.mktemp("released")
+
+
+@pytest.mark.parametrize("model,name", CASES, ids=[n for _, n in CASES])
+def test_released_config_decodes_like_transformers_or_is_refused(model, name, workdir):
+    row = released_row(model, name, workdir)
+    if name in REFUSED:
+        assert row["outcome"].startswith("refused:"), row
+        assert REFUSED[name] in row["outcome"], row
+        return
+    assert row["outcome"] == "decodes like transformers", row
+    assert row["greedy tokens on the runtime"] == "8/8 identical", row
+    assert row["logits max abs error (runtime)"] < 1e-4, row
+
+
+def test_every_released_size_has_a_fixture():
+    names = {name for _, name in CASES}
+    for size in ("E2B", "E4B", "12B", "31B", "26B-A4B"):
+        assert f"gemma-4-{size}-it" in names
+    for size in ("0.8B", "2B", "4B", "9B", "27B", "35B-A3B", "122B-A10B", "397B-A17B"):
+        assert f"Qwen3.5-{size}" in names
+
+
+def test_scale_down_keeps_every_key_and_its_spelling():
+    for model, name in CASES:
+        released = json.loads(released_configs(model)[name].read_text())
+        tiny = scale_down(released)
+        assert set(tiny) == set(released)
+        assert set(tiny["text_config"]) == set(released["text_config"])
+        text = tiny["text_config"]
+        assert len(text["layer_types"]) == text["num_hidden_layers"] <= 12
+        assert text["layer_types"][-1] == "full_attention"
+
+
+def hf_text_config(raw: dict):
+    """transformers' own reading of a config.json object (the text decoder's part)."""
+    config = transformers.AutoConfig.for_model(**raw)
+    return config.get_text_config() if hasattr(config, "get_text_config") else config
+
+
+@pytest.mark.parametrize("model,name", [c for c in CASES if c[1] not in REFUSED])
+def test_our_reader_agrees_with_transformers_config_classes(model, name):
+    raw = scale_down(json.loads(released_configs(model)[name].read_text()))
+    theirs = hf_text_config(raw)
+    if model == "gemma4":
+        ours = Gemma4Config.from_dict(raw)
+        for layer in range(ours.num_hidden_layers):
+            their_layer = theirs.per_layer_config[layer]  # a config per layer
+            assert ours.layer_head_dim(layer) == their_layer.head_dim
+            assert ours.layer_kv_heads(layer) == their_layer.num_key_value_heads
+        assert ours.kv_sharing_modes() == theirs.kv_sharing_modes
+        same = ["sliding_window", "hidden_size_per_layer_input", "attention_k_eq_v"]
+    else:
+        ours = Qwen3_5Config.from_dict(raw)
+        for key in ("rope_type", "rope_theta", "partial_rotary_factor"):
+            assert ours.rope_parameters[key] == theirs.rope_parameters[key]
+        same = ["head_dim", "linear_num_key_heads", "linear_num_value_heads"]
+    for key in ["num_hidden_layers", "hidden_size", "layer_types", *same]:
+        assert getattr(ours, key) == getattr(theirs, key), key
+    top = transformers.AutoConfig.for_model(**raw)
+    assert ours.tie_word_embeddings == top.tie_word_embeddings
+
+
+def test_gemma4_global_head_dim_spelling_loads(tmp_path):
+    """The released spelling: full-attention layers sized by global_head_dim (not
+    per_layer_config); failed with 'tensors of the wrong shape' before."""
+    config = transformers.Gemma4TextConfig(
+        vocab_size=128,
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=16,
+        global_head_dim=32,
+        layer_types=["sliding_attention", "full_attention"],
+        hidden_size_per_layer_input=0,
+        sliding_window=4,
+    )
+    torch.manual_seed(0)
+    reference = transformers.AutoModelForCausalLM.from_config(
+        config, attn_implementation="eager"
+    ).eval()
+    reference.save_pretrained(tmp_path)
+    raw = json.loads((tmp_path / "config.json").read_text())
+    raw.pop("per_layer_config")
+    raw.update(global_head_dim=32, num_global_key_value_heads=None)
+    (tmp_path / "config.json").write_text(json.dumps(raw))
+    ours = load_gemma4(tmp_path, "runtime-index", 32)
+    assert ours.config.layer_head_dim(1) == 32
+    with torch.no_grad():
+        want = reference(torch.tensor([PROMPT])).logits
+    assert (torch_logits(ours, PROMPT) - want).abs().max().item() < 1e-4
+
+
+def test_multimodal_tying_follows_the_top_level(tmp_path):
+    """text_config says tied, the top level (which transformers follows) does not: the
+    checkpoint's lm_head.weight must be used (before: `22 22 22 ...`)."""
+    text = dict(
+        vocab_size=128,
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=4,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=16,
+        linear_key_head_dim=16,
+        linear_value_head_dim=16,
+        linear_num_key_heads=2,
+        linear_num_value_heads=4,
+        tie_word_embeddings=True,
+    )
+    vision = dict(depth=1, hidden_size=32, intermediate_size=64, num_heads=2, out_hidden_size=64)
+    config = transformers.Qwen3_5Config(text_config=text, vision_config=vision)
+    torch.manual_seed(0)
+    reference = transformers.Qwen3_5ForConditionalGeneration(config).eval()
+    assert not config.tie_word_embeddings and config.text_config.tie_word_embeddings
+    reference.save_pretrained(tmp_path)
+    ours = load_qwen3_5(tmp_path, "runtime-index", 32)
+    assert not ours.config.tie_word_embeddings
+    with torch.no_grad():
+        want = reference(torch.tensor([PROMPT])).logits
+    assert (qwen_logits(ours, PROMPT) - want).abs().max().item() < 1e-4
+
+
+def test_rope_fields_beside_rope_parameters_are_folded_in():
+    """The Qwen3-Next spelling: rope_theta / partial_rotary_factor at the config's top."""
+    raw = {
+        "model_type": "qwen3_5_text",
+        "num_hidden_layers": 4,
+        "rope_parameters": {"rope_type": "default"},
+        "rope_theta": 1e6,
+        "partial_rotary_factor": 0.5,
+    }
+    ours = Qwen3_5Config.from_dict(raw)
+    theirs = transformers.Qwen3_5TextConfig(**{k: v for k, v in raw.items() if k != "model_type"})
+    assert ours.rope_parameters["rope_theta"] == theirs.rope_parameters["rope_theta"] == 1e6
+    assert ours.rope_parameters["partial_rotary_factor"] == 0.5
+    assert theirs.rope_parameters["partial_rotary_factor"] == 0.5
+
+
+def test_stop_ids_come_from_generation_config_and_the_top_level(tmp_path):
+    raw = json.loads(released_configs("gemma4")["gemma-4-E2B-it"].read_text())
+    assert Gemma4Config.from_dict(raw).stop_token_ids == [1, 106]
+    (tmp_path / "config.json").write_text(json.dumps(raw))
+    (tmp_path / "generation_config.json").write_text(json.dumps({"eos_token_id": [107, 1]}))
+    assert Gemma4Config.from_checkpoint(tmp_path).stop_token_ids == [107, 1, 106]
+    for bad in (True, "1", -1):
+        raw["eos_token_id"] = bad
+        with pytest.raises(ValueError, match="not a token id"):
+            Gemma4Config.from_dict(raw)
+
+
+def test_bidirectional_vision_attention_is_text_only_causal():
+    raw = json.loads(released_configs("gemma4")["gemma-4-31B-it"].read_text())
+    assert Gemma4Config.from_dict(raw).use_bidirectional_attention == "vision"
+    raw["text_config"]["use_bidirectional_attention"] = "all"
+    with pytest.raises(UnsupportedConfig, match="use_bidirectional_attention='all'"):
+        Gemma4Config.from_dict(raw)
+
+
+def test_generate_stops_at_the_released_end_of_turn_id(tmp_path):
+    """A tiny E2B whose tied embedding row 106 (end of turn) outscores the first greedy
+    token: generate ends there, as transformers does with the released stop list."""
+    from safetensors.torch import load_file, save_file
+
+    from zoo.core.decode import Generator
+    from zoo.gemma4 import export_gemma4
+    from zoo.released import write_checkpoint
+
+    raw = scale_down(json.loads(released_configs("gemma4")["gemma-4-E2B-it"].read_text()))
+    checkpoint = write_checkpoint(raw, tmp_path / "ck")
+    reference = transformers.Gemma4ForConditionalGeneration.from_pretrained(
+        checkpoint, dtype=torch.float32
+    ).eval()
+    with torch.no_grad():
+        first = int(reference(torch.tensor([PROMPT])).logits[0, -1].argmax())
+    weights = load_file(checkpoint / "model.safetensors")
+    key = "model.language_model.embed_tokens.weight"
+    weights[key][106] = weights[key][first] * 1.5
+    save_file(weights, checkpoint / "model.safetensors", metadata={"format": "pt"})
+    asset = export_gemma4(
+        load_gemma4(checkpoint, "input-mask-blend", 32), tmp_path / "e2b.aimodel", chunk=4
+    )
+    with Generator(asset) as generator:
+        assert generator.spec.stop_token_ids == [1, 106]
+        assert generator.generate(PROMPT, 8) == [106]
+        assert len(generator.generate(PROMPT, 3, stop_token_ids=[])) == 3
+    reference = transformers.Gemma4ForConditionalGeneration.from_pretrained(
+        checkpoint, dtype=torch.float32
+    ).eval()
+    want = reference.generate(torch.tensor([PROMPT]), max_new_tokens=8, do_sample=False)
+    assert want[0, len(PROMPT) :].tolist() == [106]

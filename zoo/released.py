@@ -1,0 +1,239 @@
+"""Released config.json files, scaled down, as test checkpoints (needs `transformers`).
+
+Our other test checkpoints are written by transformers' `save_pretrained`, which re-spells a
+config (e.g. Gemma 4's `global_head_dim` becomes `per_layer_config`). Readers load the
+files the model repositories publish, so each released size has its config.json under
+`zoo/<model>/released/` in the published spelling, and `scale_down` shrinks it to tiny
+widths keeping every field and its spelling. `check_released` builds a random-weight
+checkpoint from it with transformers, writes the released-spelling config.json over the
+re-saved one, and holds our loader, export and runtime decode to transformers.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+
+from zoo.core.checkpoint import UnsupportedConfig
+
+MODELS = ("gemma4", "qwen3_5")
+ROOT = Path(__file__).resolve().parent
+PROMPT = [2, 17, 33, 91, 5, 77, 12, 9, 100, 3]  # 10 tokens: 2 prefill chunks of 4, then 2
+CHUNK, CAPACITY, NEW_TOKENS = 4, 32, 8
+STRATEGY = "input-mask-blend"  # the KV write reported to run on the macOS GPU too
+
+# Text-config widths -> tiny values. Head counts, layer types, sharing, flags, RoPE and
+# every spelling stay as released; the layer count is cut as `scale_down` says.
+TINY_WIDTHS = {
+    "hidden_size": 64,
+    "intermediate_size": 128,
+    "moe_intermediate_size": 32,
+    "shared_expert_intermediate_size": 32,
+    "head_dim": 16,
+    "global_head_dim": 32,
+    "linear_key_head_dim": 16,
+    "linear_value_head_dim": 16,
+    "vocab_size": 128,
+    "vocab_size_per_layer_input": 128,
+    "hidden_size_per_layer_input": 8,  # 0 (no per-layer embeddings) stays 0
+    "sliding_window": 4,
+    "num_experts": 4,
+    "top_k_experts": 2,
+    "num_experts_per_tok": 2,
+    "max_position_embeddings": 256,
+}
+# Towers the zoo does not load (vision, audio) shrink to one small layer.
+TINY_TOWERS = {
+    "hidden_size": 32,
+    "intermediate_size": 64,
+    "num_hidden_layers": 1,
+    "depth": 1,
+    "num_attention_heads": 2,
+    "num_heads": 2,
+    "num_key_value_heads": 2,
+    "head_dim": 16,
+    "output_proj_dims": 32,
+    "subsampling_conv_channels": [8, 4],
+}
+
+
+def released_configs(model: str) -> dict[str, Path]:
+    """Name -> path of each released config.json fixture of a zoo model."""
+    directory = ROOT / model / "released"
+    paths = sorted(directory.glob("*.json"))
+    return {p.stem: p for p in paths if not p.name.endswith(".generation_config.json")}
+
+
+def _period(text: dict) -> int:
+    """Layers per repeat of the attention pattern (one full-attention layer each)."""
+    kinds = text.get("layer_types") or []
+    if "full_attention" in kinds:
+        return kinds.index("full_attention") + 1
+    return int(text.get("full_attention_interval", 4))
+
+
+def scale_down(config: dict) -> dict:
+    """A released config.json at tiny widths, every key spelled as it was.
+
+    - text-config widths become `TINY_WIDTHS` (a zero stays zero), vision and audio towers
+      `TINY_TOWERS`;
+    - the layer count becomes two repeats of the attention pattern (the published
+      `layer_types` cut to that length), and Gemma 4's KV-shared layers shrink in
+      proportion while at least one repeat keeps its own KV;
+    - token ids past the tiny vocabulary move to its top ids, in order.
+    """
+    config = copy.deepcopy(config)
+    text = config.get("text_config", config)
+    layers = text["num_hidden_layers"]
+    period = _period(text)
+    kept = min(layers, 2 * period)
+    text["num_hidden_layers"] = kept
+    if text.get("layer_types"):
+        text["layer_types"] = text["layer_types"][:kept]
+    if text.get("num_kv_shared_layers"):
+        shared = round(text["num_kv_shared_layers"] * kept / layers)
+        text["num_kv_shared_layers"] = max(1, min(shared, kept - period))
+    for key, value in TINY_WIDTHS.items():
+        if text.get(key):
+            text[key] = value
+    for tower in ("vision_config", "audio_config"):
+        if isinstance(config.get(tower), dict):
+            for key, value in TINY_TOWERS.items():
+                if key in config[tower]:
+                    config[tower][key] = value
+            if "out_hidden_size" in config[tower]:
+                config[tower]["out_hidden_size"] = text["hidden_size"]
+    vocab = text["vocab_size"]
+    _move_token_ids([config, text], vocab)
+    return config
+
+
+def _move_token_ids(objects: list[dict], vocab: int) -> None:
+    ids = sorted(
+        {
+            token
+            for obj in objects
+            for key, value in obj.items()
+            if key.endswith(("token_id", "token_index"))
+            for token in (value if isinstance(value, list) else [value])
+            if isinstance(token, int) and token >= vocab
+        }
+    )
+    moved = {token: vocab - len(ids) + i for i, token in enumerate(ids)}
+    for obj in objects:
+        for key, value in obj.items():
+            if key.endswith(("token_id", "token_index")):
+                if isinstance(value, list):
+                    obj[key] = [moved.get(t, t) for t in value]
+                elif isinstance(value, int):
+                    obj[key] = moved.get(value, value)
+
+
+def write_checkpoint(config: dict, directory: Path, seed: int = 0) -> Path:
+    """A random-weight checkpoint of `config` (built by transformers), whose config.json
+    (and generation_config.json) are written as given, not as transformers re-spells them."""
+    import torch
+    import transformers
+
+    from zoo.gemma4.tiny import write_tokenizer
+
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "config.json").write_text(json.dumps(config, indent=2))
+    hf_config = transformers.AutoConfig.from_pretrained(directory)
+    torch.manual_seed(seed)
+    model_class = getattr(transformers, config["architectures"][0])
+    model = model_class._from_config(hf_config, attn_implementation="eager")
+    transformers.utils.logging.disable_progress_bar()
+    model.eval().save_pretrained(directory)
+    (directory / "config.json").write_text(json.dumps(config, indent=2))
+    (directory / "generation_config.json").unlink(missing_ok=True)
+    text = config.get("text_config", config)
+    write_tokenizer(directory, text["vocab_size"])
+    return directory
+
+
+def _entry(model: str):
+    import importlib
+
+    package = importlib.import_module(f"zoo.{model}")
+    return getattr(package, f"load_{model}"), getattr(package, f"export_{model}")
+
+
+def runtime_greedy(asset: str, prompt: list[int], new_tokens: int) -> dict:
+    """Greedy tokens and the logits each was chosen from, on the Core AI runtime (run it
+    with `run_isolated`)."""
+    from zoo.core.decode import Generator
+
+    with Generator(asset) as generator:
+        logits = generator.feed(prompt)
+        tokens, rows = [], []
+        for _ in range(new_tokens):
+            rows.append(logits.tolist())
+            tokens.append(int(np.argmax(logits)))
+            logits = generator.feed([tokens[-1]])
+    return {"tokens": tokens, "logits": rows}
+
+
+def released_row(model: str, name: str, workdir: str | Path) -> dict:
+    """`check_released` in a process of its own (the runtime may crash), computed once per
+    test session for the zoo tests, the recipe and its record alike."""
+    from zoo.core.isolate import cached_call, run_isolated
+
+    sources = sorted(ROOT.rglob("*.py")) + [released_configs(model)[name]]
+    outcome = cached_call(
+        lambda: run_isolated(check_released, model, name, str(workdir), timeout=900),
+        ["released", *sources, model, name],
+    )
+    if not outcome.ok:
+        return {"model": model, "released config": name, "outcome": outcome.summary()}
+    return outcome.result
+
+
+def check_released(model: str, name: str, workdir: str | Path) -> dict:
+    """One row of the released-configs table: loaded and decoded like transformers, or
+    refused with the reason."""
+    import torch
+
+    from zoo.core.isolate import run_isolated
+    from zoo.core.reference import greedy_reference
+
+    released = json.loads(released_configs(model)[name].read_text())
+    tiny = scale_down(released)
+    layers = [c.get("text_config", c)["num_hidden_layers"] for c in (released, tiny)]
+    row = {
+        "model": model,
+        "released config": name,
+        "layers (tiny)": f"{layers[0]} ({layers[1]})",
+    }
+    load, export = _entry(model)
+    workdir = Path(workdir)
+    checkpoint = write_checkpoint(tiny, workdir / name)
+    try:
+        ours = load(checkpoint, STRATEGY, CAPACITY)
+    except UnsupportedConfig as error:
+        return {**row, "outcome": f"refused: {error}"}
+    reference = getattr(__import__("transformers"), tiny["architectures"][0]).from_pretrained(
+        checkpoint, attn_implementation="eager", dtype=torch.float32
+    )  # the stored weights are bf16 as released; both sides compute in fp32
+    want_tokens = greedy_reference(reference.eval(), PROMPT, NEW_TOKENS)
+    with torch.no_grad():
+        want_logits = reference(torch.tensor([PROMPT + want_tokens])).logits[0].float().numpy()
+    want_rows = want_logits[len(PROMPT) - 1 : len(PROMPT) - 1 + NEW_TOKENS]
+    asset = export(ours, workdir / f"{name}.aimodel", chunk=CHUNK, checkpoint=checkpoint)
+    outcome = run_isolated(runtime_greedy, str(asset), PROMPT, NEW_TOKENS, timeout=300)
+    if not outcome.ok:
+        return {**row, "outcome": outcome.summary()}
+    got = outcome.result
+    same = sum(a == b for a, b in zip(got["tokens"], want_tokens, strict=True))
+    error = float(np.abs(np.array(got["logits"]) - want_rows).max()) if same == 8 else math.nan
+    return {
+        **row,
+        "outcome": "decodes like transformers" if same == NEW_TOKENS else "wrong tokens",
+        "greedy tokens on the runtime": f"{same}/{NEW_TOKENS} identical",
+        "logits max abs error (runtime)": float(f"{error:.2g}"),
+        "stop ids": ", ".join(str(t) for t in ours.config.stop_token_ids),
+    }
