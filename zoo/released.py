@@ -193,6 +193,15 @@ def released_row(model: str, name: str, workdir: str | Path) -> dict:
     return outcome.result
 
 
+def runtime_logits(asset: str, ids: list[int]) -> list[list[float]]:
+    """The logits after each of `ids` on the Core AI runtime, fed one token at a time
+    (teacher forcing: the row i scores the token after ids[: i + 1])."""
+    from zoo.core.decode import Generator
+
+    with Generator(asset) as generator:
+        return [generator.feed([token]).tolist() for token in ids]
+
+
 def check_released(model: str, name: str, workdir: str | Path) -> dict:
     """One row of the released-configs table: loaded and decoded like transformers, or
     refused with the reason."""

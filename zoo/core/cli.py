@@ -8,6 +8,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from zoo.core.compress import PRESETS, get_preset
 from zoo.core.decode import Generator
 from zoo.core.export import check_destination, read_metadata
 from zoo.core.kv import STRATEGIES
@@ -98,6 +99,12 @@ def build_parser(model_name: str, strategies: list[str]) -> argparse.ArgumentPar
     export.add_argument("--chunk", type=whole_number(2), default=8, help="tokens per prefill call")
     export.add_argument("--overwrite", action="store_true", help="replace an existing asset")
     export.add_argument(
+        "--compress",
+        default="fp32",
+        choices=list(PRESETS),
+        help="how the weights are stored (default: %(default)s; docs/guides/compression)",
+    )
+    export.add_argument(
         "--weights-layout",
         default="auto",
         choices=("auto", *WEIGHT_LAYOUTS),
@@ -167,10 +174,12 @@ def _export(args, load, export) -> int:
         raise ValueError(f"--chunk {args.chunk} is longer than --context {args.context}")
     say(f"loading {args.checkpoint} ({args.strategy} KV writes, context {args.context})")
     model = load(args.checkpoint, args.strategy, args.context)
+    preset = get_preset(args.compress)
     layout = resolve_layout(args.weights_layout, args.keys_layout)
+    stored = preset.layout(layout)
     say(
         f"exporting prefill ({args.chunk} tokens) + decode to {args.output} "
-        f"(weights {layout['weights']}, keys {layout['keys']}) ..."
+        f"(weights {args.compress}, layout {stored['weights']}, keys {stored['keys']}) ..."
     )
     path = export(
         model,
@@ -178,6 +187,7 @@ def _export(args, load, export) -> int:
         chunk=args.chunk,
         overwrite=args.overwrite,
         checkpoint=args.checkpoint,
+        compress=args.compress,
         **layout,
     )
     say(f"saved {path} in {time.perf_counter() - started:.1f} s")
@@ -217,7 +227,10 @@ def _generate(args) -> int:
     say(f"loading {args.asset} (compute unit {args.compute_unit or default_compute_unit()})")
     started = time.perf_counter()
     with Generator(args.asset, args.compute_unit) as generator:
-        say(f"loaded in {time.perf_counter() - started:.1f} s; {len(prompt_ids)} prompt tokens")
+        say(
+            f"loaded in {time.perf_counter() - started:.1f} s (weights "
+            f"{generator.spec.compression}); {len(prompt_ids)} prompt tokens"
+        )
 
         shown: list[int] = []
         printed = ""

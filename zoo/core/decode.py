@@ -20,7 +20,7 @@ import torch
 
 from zoo.core.export import EntryPoint, check_destination, export_entry_points, read_metadata
 from zoo.core.kv import causal_mask, chunk_rows, get_strategy
-from zoo.core.layout import layout_of
+from zoo.core.layout import apply_layout, layout_of, resolve_layout
 from zoo.core.runtime import Model
 
 
@@ -56,6 +56,7 @@ class DecodeSpec:
     stop_token_ids: list[int] = field(default_factory=list)
     checkpoint: str | None = None  # where the weights came from (its tokenizer.json, if any)
     layout: dict[str, str] = field(default_factory=dict)  # zoo.core.layout: weights, keys
+    compression: str = "fp32"  # zoo.core.compress preset the weights were stored with
 
     def host_inputs(self, position: int, length: int) -> dict[str, np.ndarray]:
         """Everything but `input_ids` for `length` tokens starting at `position`."""
@@ -81,58 +82,97 @@ def export_decoder(
     path: str | os.PathLike,
     *,
     overwrite: bool = False,
+    program_pass=None,
 ) -> Path:
-    """Export `model` (forward(input_ids, *host inputs, *states)) as prefill + decode."""
+    """Export `model` (forward(input_ids, *host inputs, *states)) as prefill + decode.
+
+    `program_pass`, if given, rewrites each function's `torch.export` program before the
+    conversion (e.g. an fp16 cast)."""
     if not 2 <= spec.chunk <= spec.capacity:
         raise ValueError(
             f"the prefill chunk must hold 2 to {spec.capacity} tokens (the context), "
             f"got {spec.chunk}"
         )
     check_destination(path, overwrite, spec.checkpoint)
-    states = {name: torch.zeros(shape) for name, shape in spec.state_shapes.items()}
     entries = []
     for name, length in (("prefill", spec.chunk), ("decode", 1)):
-        inputs = {"input_ids": np.zeros((1, length), np.int32), **spec.host_inputs(0, length)}
-        example = tuple(torch.from_numpy(v) for v in inputs.values())
-        entries.append(
-            EntryPoint(
-                name, model, (*example, *states.values()), list(inputs), ["logits"], list(states)
-            )
+        inputs, arguments = example_inputs(spec, length)
+        entry = EntryPoint(
+            name, model, arguments, list(inputs), ["logits"], list(spec.state_shapes)
         )
+        entry.program_pass = program_pass
+        entries.append(entry)
     return export_entry_points(
         entries, path, overwrite=overwrite, extra_metadata={"decode": asdict(spec)}
     )
 
 
-def decoder_spec(
-    model: torch.nn.Module,
-    name: str,
-    chunk: int,
-    checkpoint: str | None,
-    sliding_window: int | None = None,
+def decode_spec(
+    model: torch.nn.Module, chunk: int = 8, checkpoint: str | None = None
 ) -> DecodeSpec:
-    """The spec of a zoo decoder: `model` has `strategy`, `capacity`, `config` and
-    `state_shapes()`."""
+    """The spec of a zoo decoder: `model` has `name`, `strategy`, `capacity`, `config` and
+    `state_shapes()` (and `sliding_window` if it has sliding-window layers)."""
     return DecodeSpec(
-        model=name,
+        model=model.name,
         strategy=model.strategy.name,
         capacity=model.capacity,
         chunk=chunk,
         vocab_size=model.config.vocab_size,
         state_shapes={n: list(shape) for n, shape in model.state_shapes().items()},
-        sliding_window=sliding_window,
+        sliding_window=getattr(model, "sliding_window", None),
         stop_token_ids=[int(token) for token in model.config.stop_token_ids],
         checkpoint=checkpoint,
         layout=layout_of(model),
     )
 
 
-def eager_logits(model: torch.nn.Module, spec: DecodeSpec, ids: list[int]) -> torch.Tensor:
-    """Logits `[1, T, vocab]` of a decoder in torch eager: `ids` as one chunk from 0."""
+def export_model(
+    model: torch.nn.Module,
+    path: str | os.PathLike,
+    *,
+    chunk: int = 8,
+    overwrite: bool = False,
+    checkpoint: str | os.PathLike | None = None,
+    weights: str = "auto",
+    keys: str = "auto",
+    compress: str = "fp32",
+) -> Path:
+    """Export a loaded zoo decoder (`zoo.<model>.load_<model>`) as prefill + decode.
+
+    `checkpoint` (the directory it was loaded from) is recorded so that `generate` can find
+    its tokenizer.json. `weights` and `keys` choose the stored layout (`zoo.core.layout`;
+    "auto": this platform's default); the model is re-stored in place and computes the same
+    logits. `compress` names a `zoo.core.compress` preset for the stored weights.
+    """
+    from zoo.core.compress import get_preset
+
+    preset = get_preset(compress)
+    preset.check(model.name)
+    source = str(Path(checkpoint).resolve()) if checkpoint is not None else None
+    layout = preset.layout(resolve_layout(weights, keys))
+    apply_layout(model, layout["weights"], layout["keys"])
+    spec = decode_spec(model, chunk, source)
+    spec.compression = preset.name
+    check_destination(path, overwrite, source)
+    return export_decoder(
+        preset.apply(model, spec), spec, path, overwrite=overwrite, program_pass=preset.program_pass
+    )
+
+
+def torch_logits(model: torch.nn.Module, ids: list[int]) -> torch.Tensor:
+    """Logits `[1, T, vocab]` of a zoo decoder in torch eager: `ids` as one chunk from 0."""
+    spec = decode_spec(model, chunk=len(ids))
     inputs = {"input_ids": np.array([ids], np.int32), **spec.host_inputs(0, len(ids))}
     states = [torch.zeros(shape) for shape in spec.state_shapes.values()]
     with torch.no_grad():
         return model(*(torch.from_numpy(v) for v in inputs.values()), *states)
+
+
+def example_inputs(spec: DecodeSpec, length: int) -> tuple[dict, tuple[torch.Tensor, ...]]:
+    """Zero inputs (named) and the forward arguments of one call of `length` tokens."""
+    inputs = {"input_ids": np.zeros((1, length), np.int32), **spec.host_inputs(0, length)}
+    states = tuple(torch.zeros(shape) for shape in spec.state_shapes.values())
+    return inputs, (*(torch.from_numpy(v) for v in inputs.values()), *states)
 
 
 def check_token_ids(ids: Sequence[int], vocab_size: int) -> None:
@@ -205,7 +245,12 @@ class Generator:
                 "input_ids": np.array([piece], np.int32),
                 **self.spec.host_inputs(self.position, len(piece)),
             }
-            logits = function(inputs, self.states)["logits"][0, -1]
+            # Masks go in the dtype the function declares (fp16 for an fp16 export).
+            inputs = {
+                name: value.astype(function.inputs[name][1]) if value.dtype.kind == "f" else value
+                for name, value in inputs.items()
+            }
+            logits = function(inputs, self.states)["logits"][0, -1].astype(np.float32)
             self.position += len(piece)
             ids = ids[len(piece) :]
         return logits

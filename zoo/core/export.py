@@ -18,7 +18,7 @@ import tempfile
 import threading
 import time
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -61,6 +61,10 @@ class EntryPoint:
     state_names: Sequence[str] = ()
     dynamic_shapes: Mapping[str, Any] | Sequence[Any] | None = None
     description: dict = field(default_factory=dict)
+    # rewrites the torch.export program before the conversion (e.g. an fp16 cast)
+    program_pass: Callable[[torch.export.ExportedProgram], torch.export.ExportedProgram] | None = (
+        None
+    )
 
 
 def export(
@@ -242,7 +246,8 @@ def _export_fn(entry: EntryPoint):
         # Export on clones: the trace may run the module, which mutates its state arguments.
         args = tuple(t.clone() for t in entry.example_inputs)
         program = torch.export.export(module, args, dynamic_shapes=entry.dynamic_shapes)
-        return program.run_decompositions(coreai_torch.get_decomp_table())
+        program = program.run_decompositions(coreai_torch.get_decomp_table())
+        return entry.program_pass(program) if entry.program_pass else program
 
     return export_fn
 

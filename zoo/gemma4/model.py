@@ -167,6 +167,8 @@ class Gemma4(nn.Module):
     are `state_shapes()` in order, the states of the exported functions.
     """
 
+    name = "gemma4"  # the zoo entry, recorded in the asset's DecodeSpec
+
     def __init__(self, config: Gemma4Config, strategy: KVStrategy, capacity: int) -> None:
         super().__init__()
         if not (strategy.stateful and strategy.chunks):
@@ -189,6 +191,11 @@ class Gemma4(nn.Module):
             )
             self.per_layer_model_projection = nn.Linear(hidden, layers * self.ple_dim, bias=False)
             self.per_layer_projection_norm = RMSNorm(self.ple_dim, config.rms_norm_eps)
+
+    @property
+    def sliding_window(self) -> int:
+        """The host builds a `sliding_mask` input of this window for the sliding layers."""
+        return self.config.sliding_window
 
     def state_shapes(self) -> dict[str, tuple[int, ...]]:
         """The exported functions' states: a key and a value cache per layer with own KV."""

@@ -195,6 +195,8 @@ class Qwen3_5(nn.Module):
     (GatedDeltaNet) or a key and a value cache (attention).
     """
 
+    name = "qwen3_5"  # the zoo entry, recorded in the asset's DecodeSpec
+
     def __init__(
         self,
         config: Qwen3_5Config,
