@@ -153,6 +153,7 @@ PRESETS: dict[str, Preset] = {
             "fp16",
             "fp16 weights and compute (coreai-opt's fp32->fp16 cast)",
             program_pass=_fp16_pass,
+            unsupported=(("qwen3_5", FP16_GATED_DELTA),),
         ),
         Preset("int8", "int8 weights per output channel (symmetric)", _quantize(_int8)),
         Preset(
