@@ -48,6 +48,20 @@ def compare_records(name: str, fresh: dict, committed: dict) -> None:
             return [(r["released config"], r["outcome"]) for r in record["results"]["rows"]]
 
         assert outcomes(fresh) == outcomes(committed)
+    elif name == "compression":
+
+        def sizes(record):
+            return {(r["model"], r["preset"]): r["asset bytes"] for r in record["results"]["rows"]}
+
+        fresh_sizes, committed_sizes = sizes(fresh), sizes(committed)
+        assert fresh_sizes.keys() == committed_sizes.keys()
+        for key, size in fresh_sizes.items():  # random init differs by nothing but noise
+            assert abs(size - committed_sizes[key]) < 0.01 * committed_sizes[key], key
+        assert all(
+            r["runtime vs compressed eager (max abs)"] < 1e-4
+            for r in fresh["results"]["rows"]
+            if r["preset"] != "fp16"
+        )
     elif name == "toy-hybrid":
 
         def cells(record):

@@ -103,3 +103,23 @@ def compression_row(model: str, preset: str, strategy: str, workdir: str | Path)
     if not outcome.ok:
         raise RuntimeError(f"{model} {preset} {strategy}: {outcome.summary()}\n{outcome.detail}")
     return outcome.result
+
+
+def fp16_cast_on_gated_delta(workdir: str | Path) -> str:
+    """Export a tiny Qwen3.5 with coreai-opt's fp16 cast applied anyway (the `fp16` preset
+    refuses it) and return how the conversion fails."""
+    from zoo.core.compress import PRESETS
+    from zoo.core.decode import decode_spec, export_decoder
+    from zoo.core.export import ExportError
+    from zoo.qwen3_5 import load_qwen3_5
+
+    checkpoint = tiny_checkpoint("qwen3_5", Path(workdir) / "qwen-checkpoint")
+    model = load_qwen3_5(checkpoint, "input-mask-blend", 32)
+    spec = decode_spec(model, chunk=4)
+    try:
+        export_decoder(
+            model, spec, Path(workdir) / "fp16.aimodel", program_pass=PRESETS["fp16"].program_pass
+        )
+    except ExportError as error:
+        return str(error)
+    return "exported"

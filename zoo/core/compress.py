@@ -58,11 +58,21 @@ class Preset:
             return model
         from zoo.core.decode import example_inputs
 
+        _quiet_imports()
         _, arguments = example_inputs(spec, spec.chunk)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # coreai-opt's notes on untested torch versions
             compressed = self.compress_weights(model, arguments)
         return compressed.eval()
+
+
+def _quiet_imports() -> None:
+    """torchao (imported by coreai-opt) logs CUDA kernels it cannot load and torch notes on
+    its enums at import: nothing a reader of this CPU build can act on."""
+    import logging
+
+    for name in ("torchao", "torch.utils._pytree"):
+        logging.getLogger(name).setLevel(logging.ERROR)
 
 
 def _quantize(module_config) -> Callable[[nn.Module, tuple], nn.Module]:

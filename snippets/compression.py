@@ -1,0 +1,73 @@
+"""Compressed weights through coreai-opt: export with a preset, generate,
+and measure the asset against the fp32 model.
+
+Run: python snippets/compression.py [--record DIR]  (every preset, both models)
+"""
+
+# --8<-- [start:presets]
+from zoo.core.compress import PRESETS
+
+for name, preset in PRESETS.items():
+    print(f"{name:13} {preset.summary}")
+# --8<-- [end:presets]
+
+# --8<-- [start:export]
+import tempfile
+from pathlib import Path
+
+from zoo.core.decode import Generator
+from zoo.qwen3_5 import export_qwen3_5, load_qwen3_5
+from zoo.qwen3_5.tiny import make_tiny_checkpoint
+
+workdir = Path(tempfile.mkdtemp())
+checkpoint = make_tiny_checkpoint(workdir / "tiny-qwen3_5")
+sizes = {}
+for preset in ("fp32", "int4-block32"):
+    model = load_qwen3_5(checkpoint, "input-mask-blend", capacity=64)
+    asset = export_qwen3_5(
+        model, workdir / f"{preset}.aimodel", chunk=4, compress=preset
+    )
+    sizes[preset] = sum(f.stat().st_size for f in asset.iterdir())
+    with Generator(asset) as generator:
+        tokens = generator.generate([2, 17, 33, 91, 5], 6, stop_token_ids=[])
+    print(f"{preset:13} {sizes[preset]:>8} bytes  {tokens}")
+print(f"int4-block32 / fp32: {sizes['int4-block32'] / sizes['fp32']:.2f}")
+# --8<-- [end:export]
+
+# --8<-- [start:quality]
+from zoo.compression import compression_row
+
+row = compression_row("qwen3_5", "int4-block32", "input-mask-blend", workdir)
+for key in (
+    "runtime vs compressed eager (max abs)",
+    "cosine",
+    "KL (nats)",
+    "top-1 agreement",
+):
+    print(f"{key:38} {row[key]}")
+assert row["runtime vs compressed eager (max abs)"] < 1e-4
+# --8<-- [end:quality]
+
+# --8<-- [start:fp16]
+from zoo.compression import fp16_cast_on_gated_delta
+
+failure = fp16_cast_on_gated_delta(workdir)
+print(failure[:240])
+assert "coreai.while" in failure
+# --8<-- [end:fp16]
+
+import sys
+
+if __name__ == "__main__" and "--record" in sys.argv:
+    from zoo.core.records import write_record
+
+    directory = sys.argv[sys.argv.index("--record") + 1]
+    rows = [
+        compression_row(model, preset, "input-mask-blend", workdir)
+        for model in ("gemma4", "qwen3_5")
+        for preset in PRESETS
+        if (model, preset) != ("qwen3_5", "fp16")
+    ]
+    for row in rows:
+        row["greedy tokens"] = " ".join(map(str, row["greedy tokens"]))
+    print(f"wrote {write_record(directory, 'compression', {'rows': rows})}")
