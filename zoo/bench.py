@@ -260,14 +260,13 @@ def _time_eager(model, spec, inputs_at, shape: Shape, repeats: int) -> tuple[flo
 
 def _export(shape_name: str, strategy: str, layout: dict, asset: str):
     """Build the shape's decoder in `layout`, export it to `asset`: (shape, model, spec, s)."""
-    from zoo.core.decode import decoder_spec, export_decoder
+    from zoo.core.decode import decode_spec, export_decoder
     from zoo.core.layout import apply_layout
 
     shape = ALL_SHAPES[shape_name]
     model = build_decoder(shape, strategy)
     apply_layout(model, **layout)
-    window = shape.config.get("sliding_window") if shape.model == "gemma4" else None
-    spec = decoder_spec(model, shape.model, shape.chunk, None, window)
+    spec = decode_spec(model, shape.chunk)
     started = time.perf_counter()
     export_decoder(model, spec, asset, overwrite=True)
     return shape, model, spec, time.perf_counter() - started

@@ -14,6 +14,7 @@ from __future__ import annotations
 import copy
 import json
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -24,6 +25,11 @@ MODELS = ("gemma4", "qwen3_5")
 ROOT = Path(__file__).resolve().parent
 PROMPT = [2, 17, 33, 91, 5, 77, 12, 9, 100, 3]  # 10 tokens: 2 prefill chunks of 4, then 2
 CHUNK, CAPACITY, NEW_TOKENS = 4, 32, 8
+RESULT_COLUMNS = (
+    "greedy tokens on the runtime",
+    "logits max abs error (runtime)",
+    "stop ids",
+)
 STRATEGY = "input-mask-blend"  # the KV write reported to run on the macOS GPU too
 
 # Text-config widths -> tiny values. Head counts, layer types, sharing, flags, RoPE and
@@ -64,7 +70,11 @@ TINY_TOWERS = {
 def released_configs(model: str) -> dict[str, Path]:
     """Name -> path of each released config.json fixture of a zoo model."""
     directory = ROOT / model / "released"
-    paths = sorted(directory.glob("*.json"))
+
+    def natural(path: Path) -> list[float]:  # E2B before 12B, 2B before 27B
+        return [float(n) for n in re.findall(r"\d+(?:\.\d+)?", path.stem)[1:]]
+
+    paths = sorted(directory.glob("*.json"), key=natural)
     return {p.stem: p for p in paths if not p.name.endswith(".generation_config.json")}
 
 
@@ -224,7 +234,8 @@ def check_released(model: str, name: str, workdir: str | Path) -> dict:
     try:
         ours = load(checkpoint, STRATEGY, CAPACITY)
     except UnsupportedConfig as error:
-        return {**row, "outcome": f"refused: {error}"}
+        blank = dict.fromkeys(RESULT_COLUMNS, "—")
+        return {**row, "outcome": f"refused: {error}", **blank}
     reference = getattr(__import__("transformers"), tiny["architectures"][0]).from_pretrained(
         checkpoint, attn_implementation="eager", dtype=torch.float32
     )  # the stored weights are bf16 as released; both sides compute in fp32

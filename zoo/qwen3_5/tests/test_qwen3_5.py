@@ -95,7 +95,7 @@ def test_mtp_weights_are_ignored_and_broken_tensors_listed(checkpoints, tmp_path
     load_qwen3_5(ckpt)
     del tensors["model.layers.0.linear_attn.A_log"]
     save_file(tensors, ckpt / "model.safetensors")
-    with pytest.raises(CheckpointError, match=r"missing tensors: \['layers.0.linear_attn.A_log'\]"):
+    with pytest.raises(CheckpointError, match=r"missing tensors: layers.0.linear_attn.A_log\."):
         load_qwen3_5(ckpt)
 
 
