@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, fields
 from pathlib import Path
 from types import UnionType
-from typing import Union
+from typing import ClassVar, Union
 
 import torch
 from safetensors import SafetensorError, safe_open
@@ -113,6 +113,44 @@ def read_checkpoint_config(
     if (directory / "generation_config.json").exists():
         config.generation = read_json(directory / "generation_config.json")
     return config
+
+
+class DecoderConfig:
+    """What a zoo model's config dataclass inherits: reading config.json as transformers
+    does. A subclass names its model types, its family, the types it refuses and its
+    tying defaults (text config, multimodal config) as class variables."""
+
+    TEXT_TYPE: ClassVar[str]
+    MULTIMODAL_TYPE: ClassVar[str]
+    FAMILY: ClassVar[str]
+    REFUSED_MODEL_TYPES: ClassVar[dict[str, str]] = {}
+    TIE_DEFAULTS: ClassVar[tuple[bool, bool]]
+
+    @classmethod
+    def text_fields(cls, text: dict) -> dict:
+        """The text config as this class reads it (legacy spellings folded in)."""
+        return text
+
+    @classmethod
+    def from_checkpoint_config(cls, checkpoint: CheckpointConfig):
+        values = typed_fields(cls, cls.text_fields(checkpoint.text), "config.json")
+        values["tie_word_embeddings"] = checkpoint.tie_word_embeddings(*cls.TIE_DEFAULTS)
+        values["stop_token_ids"] = checkpoint.stop_token_ids(cls.eos_token_id)
+        return cls(**values)
+
+    @classmethod
+    def from_dict(cls, raw: dict):
+        """From a config.json object (text-only or multimodal layout)."""
+        return cls.from_checkpoint_config(split_config(raw, *cls._types()))
+
+    @classmethod
+    def from_checkpoint(cls, directory: str | Path):
+        """From a checkpoint directory: config.json and generation_config.json."""
+        return cls.from_checkpoint_config(read_checkpoint_config(directory, *cls._types()))
+
+    @classmethod
+    def _types(cls) -> tuple:
+        return cls.TEXT_TYPE, cls.MULTIMODAL_TYPE, cls.FAMILY, cls.REFUSED_MODEL_TYPES
 
 
 def typed_fields(cls: type, values: dict, source: str) -> dict:

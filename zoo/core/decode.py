@@ -76,6 +76,21 @@ class DecodeSpec:
         return inputs
 
 
+class LastRowLogits(torch.nn.Module):
+    """The prefill function: logits `[1, 1, vocab]` after the chunk's last token only.
+
+    The host reads nothing else, and the LM head is the widest matmul of a decoder
+    (Qwen3.5-0.8B's is 248,320 x 1,024): computing it for every row of a chunk cost as
+    much as the rest of the step (docs/performance.md)."""
+
+    def __init__(self, model: torch.nn.Module) -> None:
+        super().__init__()
+        self.model = model
+
+    def forward(self, *args: torch.Tensor) -> torch.Tensor:
+        return self.model(*args, last_row_only=True)
+
+
 def export_decoder(
     model: torch.nn.Module,
     spec: DecodeSpec,
@@ -97,8 +112,9 @@ def export_decoder(
     entries = []
     for name, length in (("prefill", spec.chunk), ("decode", 1)):
         inputs, arguments = example_inputs(spec, length)
+        module = LastRowLogits(model) if name == "prefill" else model
         entry = EntryPoint(
-            name, model, arguments, list(inputs), ["logits"], list(spec.state_shapes)
+            name, module, arguments, list(inputs), ["logits"], list(spec.state_shapes)
         )
         entry.program_pass = program_pass
         entries.append(entry)

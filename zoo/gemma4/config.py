@@ -7,15 +7,8 @@ Field names and defaults follow transformers 5.23 `Gemma4TextConfig`; a multimod
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 
-from zoo.core.checkpoint import (
-    CheckpointConfig,
-    UnsupportedConfig,
-    read_checkpoint_config,
-    split_config,
-    typed_fields,
-)
+from zoo.core.checkpoint import DecoderConfig, UnsupportedConfig
 
 # Model types of the Gemma 4 family that this entry does not load, and why.
 REFUSED_MODEL_TYPES = {
@@ -25,7 +18,11 @@ REFUSED_MODEL_TYPES = {
 
 
 @dataclass
-class Gemma4Config:
+class Gemma4Config(DecoderConfig):
+    TEXT_TYPE, MULTIMODAL_TYPE, FAMILY = "gemma4_text", "gemma4", "Gemma 4"
+    REFUSED_MODEL_TYPES = REFUSED_MODEL_TYPES
+    TIE_DEFAULTS = (True, True)  # transformers' defaults: text config, multimodal config
+
     vocab_size: int = 262_144
     hidden_size: int = 2304
     intermediate_size: int = 9216
@@ -156,28 +153,4 @@ class Gemma4Config:
             i
             for i, mode in enumerate(modes)
             if mode == "store" and self.layer_types[i] == self.layer_types[layer]
-        )
-
-    @classmethod
-    def from_checkpoint_config(cls, checkpoint: CheckpointConfig) -> Gemma4Config:
-        values = typed_fields(cls, checkpoint.text, "config.json")
-        values.pop("stop_token_ids", None)
-        values["tie_word_embeddings"] = checkpoint.tie_word_embeddings(True, True)
-        values["stop_token_ids"] = checkpoint.stop_token_ids(cls.eos_token_id)
-        return cls(**values)
-
-    @classmethod
-    def from_dict(cls, raw: dict) -> Gemma4Config:
-        """From a config.json object (text-only or multimodal layout)."""
-        return cls.from_checkpoint_config(
-            split_config(raw, "gemma4_text", "gemma4", "Gemma 4", REFUSED_MODEL_TYPES)
-        )
-
-    @classmethod
-    def from_checkpoint(cls, directory: str | Path) -> Gemma4Config:
-        """From a checkpoint directory: config.json and generation_config.json."""
-        return cls.from_checkpoint_config(
-            read_checkpoint_config(
-                directory, "gemma4_text", "gemma4", "Gemma 4", REFUSED_MODEL_TYPES
-            )
         )

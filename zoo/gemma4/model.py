@@ -223,7 +223,13 @@ class Gemma4(nn.Module):
 
     # --8<-- [end:ple]
 
-    def forward(self, input_ids: torch.Tensor, positions: torch.Tensor, *args: torch.Tensor):
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        positions: torch.Tensor,
+        *args: torch.Tensor,
+        last_row_only: bool = False,
+    ):
         names = self.strategy.step_inputs
         step = dict(zip(names, args[: len(names)], strict=True))
         masks = {"full": step["attn_mask"], "sliding": args[len(names)]}
@@ -235,6 +241,8 @@ class Gemma4(nn.Module):
             layer_input = per_layer[:, :, i] if per_layer is not None else None
             h = layer(h, layer_input, positions, masks, step, caches)
         # --8<-- [start:softcap]
+        if last_row_only:  # prefill: only the logits after the chunk's last token are read
+            h = h[:, -1:]
         h = self.norm(h)
         # A tied head reads the embedding table, unless an export layout stored its own copy.
         tied = self.lm_head is None

@@ -7,15 +7,8 @@ Field names and defaults follow transformers 5.23 `Qwen3_5TextConfig`; a multimo
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 
-from zoo.core.checkpoint import (
-    CheckpointConfig,
-    UnsupportedConfig,
-    read_checkpoint_config,
-    split_config,
-    typed_fields,
-)
+from zoo.core.checkpoint import DecoderConfig, UnsupportedConfig
 
 # Model types of the Qwen3.5 family that this entry does not load, and why.
 REFUSED_MODEL_TYPES = {
@@ -26,7 +19,11 @@ REFUSED_MODEL_TYPES = {
 
 
 @dataclass
-class Qwen3_5Config:
+class Qwen3_5Config(DecoderConfig):
+    TEXT_TYPE, MULTIMODAL_TYPE, FAMILY = "qwen3_5_text", "qwen3_5", "Qwen3.5"
+    REFUSED_MODEL_TYPES = REFUSED_MODEL_TYPES
+    TIE_DEFAULTS = (False, False)  # transformers' defaults: text config, multimodal config
+
     vocab_size: int = 248_320
     hidden_size: int = 4096
     intermediate_size: int = 12_288
@@ -103,28 +100,7 @@ class Qwen3_5Config:
         return 2 * keys + self.linear_num_value_heads * self.linear_value_head_dim
 
     @classmethod
-    def from_checkpoint_config(cls, checkpoint: CheckpointConfig) -> Qwen3_5Config:
-        text = checkpoint.text
+    def text_fields(cls, text: dict) -> dict:
         if "rope_parameters" not in text and "rope_scaling" in text:  # the older key
-            text = {**text, "rope_parameters": text["rope_scaling"]}
-        values = typed_fields(cls, text, "config.json")
-        values.pop("stop_token_ids", None)
-        values["tie_word_embeddings"] = checkpoint.tie_word_embeddings(False, False)
-        values["stop_token_ids"] = checkpoint.stop_token_ids(cls.eos_token_id)
-        return cls(**values)
-
-    @classmethod
-    def from_dict(cls, raw: dict) -> Qwen3_5Config:
-        """From a config.json object (text-only or multimodal layout)."""
-        return cls.from_checkpoint_config(
-            split_config(raw, "qwen3_5_text", "qwen3_5", "Qwen3.5", REFUSED_MODEL_TYPES)
-        )
-
-    @classmethod
-    def from_checkpoint(cls, directory: str | Path) -> Qwen3_5Config:
-        """From a checkpoint directory: config.json and generation_config.json."""
-        return cls.from_checkpoint_config(
-            read_checkpoint_config(
-                directory, "qwen3_5_text", "qwen3_5", "Qwen3.5", REFUSED_MODEL_TYPES
-            )
-        )
+            return {**text, "rope_parameters": text["rope_scaling"]}
+        return text

@@ -243,13 +243,21 @@ class Qwen3_5(nn.Module):
                 shapes[v_cache] = shape
         return shapes
 
-    def forward(self, input_ids: torch.Tensor, positions: torch.Tensor, *args: torch.Tensor):
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        positions: torch.Tensor,
+        *args: torch.Tensor,
+        last_row_only: bool = False,
+    ):
         names = self.strategy.step_inputs
         step = dict(zip(names, args[: len(names)], strict=True))
         states = dict(zip(self.state_shapes(), args[len(names) :], strict=True))
         h = self.embed_tokens(input_ids)
         for layer in self.layers:
             h = layer(h, positions, step, states)
+        if last_row_only:  # prefill: only the logits after the chunk's last token are read
+            h = h[:, -1:]
         h = self.norm(h)
         # A tied head reads the embedding table, unless an export layout stored its own copy.
         if self.lm_head is None:

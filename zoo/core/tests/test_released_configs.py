@@ -134,20 +134,9 @@ def test_gemma4_global_head_dim_spelling_loads(tmp_path):
 def test_multimodal_tying_follows_the_top_level(tmp_path):
     """text_config says tied, the top level (which transformers follows) does not: the
     checkpoint's lm_head.weight must be used (before: `22 22 22 ...`)."""
-    text = dict(
-        vocab_size=128,
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=4,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        head_dim=16,
-        linear_key_head_dim=16,
-        linear_value_head_dim=16,
-        linear_num_key_heads=2,
-        linear_num_value_heads=4,
-        tie_word_embeddings=True,
-    )
+    from zoo.qwen3_5.tiny import TEXT
+
+    text = {**TEXT, "tie_word_embeddings": True}
     vision = dict(depth=1, hidden_size=32, intermediate_size=64, num_heads=2, out_hidden_size=64)
     config = transformers.Qwen3_5Config(text_config=text, vision_config=vision)
     torch.manual_seed(0)
