@@ -62,6 +62,10 @@ def render_marker(kind: str, args: list[str], records_dir: Path, page: str) -> s
         raise ValueError("the marker names no record")
     if kind == "expectations":  # data in zoo.core.expected, not a record
         return expectation_table(args[0])
+    if kind == "status":  # data in zoo.core.expected, dated by the record of its matrix
+        if len(args) != 2:
+            raise ValueError("zoo:status takes a status name and the record of its matrix")
+        return status_box(args[0], _load(records_dir, args[1]), _devices(records_dir, args[1]))
     record = _load(records_dir, args[0])
     link = _relative_link(page, f"records/{args[0]}.json")
     if kind == "verified":
@@ -101,6 +105,37 @@ def render_marker(kind: str, args: list[str], records_dir: Path, page: str) -> s
     raise ValueError(
         f"unknown marker kind {kind!r} (known: verified, table, outcomes, devices, pivot, plot)"
     )
+
+
+def status_box(name: str, record: dict, device_records: list[Path]) -> str:
+    """The dated status a gotcha page opens with (`zoo.core.expected.STATUS`)."""
+    from zoo.core.expected import STATUS
+
+    status = STATUS[name]
+    kind = {"open upstream": "danger", "verified fixed": "success"}.get(status.status, "warning")
+    here = record["provenance"]
+    macs = [json.loads(path.read_text())["provenance"] for path in device_records]
+    mac_line = (
+        "; ".join(f"{p['platform']} {p['compute_unit']}, {p['date'][:10]}" for p in macs)
+        if macs
+        else "never on Apple hardware by this project"
+    )
+    lines = [
+        f'!!! {kind} "Status: {status.status} (upstream checked {status.checked})"',
+        f"    **Reported on:** {status.affected}.  ",
+        f"    **Upstream:** {status.upstream}.  ",
+        f"    **Last verified:** {here['platform']} {here['machine']} CPU runtime, "
+        f"{here['date'][:10]} (re-run on every build); Mac: {mac_line}.",
+        "",
+        "    | when | what | source |",
+        "    |---|---|---|",
+        *(f"    | {r.date} | {r.what} | {r.source} |" for r in status.reports),
+        "",
+        "    | on | what to do |",
+        "    |---|---|",
+        *(f"    | {builds} | {advice} |" for builds, advice in status.advice),
+    ]
+    return "\n".join(lines)
 
 
 def _devices(records_dir: Path, name: str) -> list[Path]:

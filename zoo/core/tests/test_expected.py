@@ -66,3 +66,33 @@ def test_every_cell_is_measured_here_and_reported_with_a_source():
             assert all(e.source for e in targets.values())
         column, source = reported_column(name)
         assert set(column) == set(table) and source
+
+
+def test_reported_fixed_applies_to_release_builds_only(monkeypatch):
+    from zoo.core.expected import REPORTED_FIXED
+
+    monkeypatch.setenv("ZOO_MACOS_BUILD", "26A5353q")  # beta 1: the reported crash
+    assert expected("kv-write", "runtime-index", "macos-gpu").outcome == CRASHED
+    monkeypatch.setenv("ZOO_MACOS_BUILD", "26A428")  # 27.0: Apple says fixed, unverified
+    assert expected("kv-write", "runtime-index", "macos-gpu") == REPORTED_FIXED
+    assert expected("kv-write", "runtime-index", "linux-cpu").source.startswith("measured")
+    problem = mismatch(
+        "KV write", "runtime-index", RAN_EXACT, "crashed (SIGTRAP)", reported_fixed=True
+    )
+    assert "Apple reported this fixed (unverified)" in problem
+
+
+def test_the_status_box_follows_the_data(monkeypatch):
+    import dataclasses
+
+    from zoo.core import expected as data
+    from zoo.site.hooks import status_box
+
+    record = {"provenance": {"platform": "linux", "machine": "x86_64", "date": "2026-12-01T00"}}
+    page = status_box("kv-write", record, [])
+    assert "reported fixed (unverified)" in page and "closed 2026-09-02" in page
+    assert "never on Apple hardware" in page
+    flipped = dataclasses.replace(data.STATUS["kv-write"], status="verified fixed")
+    monkeypatch.setitem(data.STATUS, "kv-write", flipped)
+    changed = status_box("kv-write", record, [])
+    assert changed != page and changed.startswith('!!! success "Status: verified fixed')
