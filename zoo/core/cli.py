@@ -125,6 +125,12 @@ def build_parser(model_name: str, strategies: list[str]) -> argparse.ArgumentPar
     generate.add_argument(
         "--tokenizer", type=Path, help="tokenizer.json (default: next to the exported checkpoint)"
     )
+    generate.add_argument(
+        "--chat",
+        action="store_true",
+        help="send --prompt as one user turn through the checkpoint's chat template; "
+        "generation stops at the end of the model's turn",
+    )
     generate.add_argument("--max-new-tokens", type=whole_number(1), default=32)
     generate.add_argument("--temperature", type=non_negative_float, default=0.0, help="0: greedy")
     generate.add_argument("--top-k", type=whole_number(1), default=None)
@@ -194,7 +200,7 @@ def _export(args, load, export) -> int:
     return 0
 
 
-def _tokenizer(args):
+def _tokenizer_path(args) -> Path:
     path = args.tokenizer
     if path is not None and not path.is_file():
         raise FileNotFoundError(f"--tokenizer {path}: no such file")
@@ -210,6 +216,10 @@ def _tokenizer(args):
                 "no tokenizer.json next to the checkpoint the asset was exported from: "
                 "pass --tokenizer PATH, or --prompt-ids"
             )
+    return path
+
+
+def _tokenizer(path: Path):
     from tokenizers import Tokenizer
 
     try:
@@ -218,9 +228,54 @@ def _tokenizer(args):
         raise ValueError(f"{path} is not a tokenizer.json ({error})") from None
 
 
+def chat_prompt(directory: Path, user_text: str) -> str:
+    """`user_text` as one user turn through the chat template of a checkpoint directory
+    (chat_template.jinja, or tokenizer_config.json's "chat_template"), ready for the
+    model's reply, rendered in a sandbox as transformers renders it."""
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+    from zoo.core.checkpoint import read_json
+
+    config_path = directory / "tokenizer_config.json"
+    config = read_json(config_path) if config_path.exists() else {}
+    template = config.get("chat_template")
+    if (directory / "chat_template.jinja").exists():
+        template = (directory / "chat_template.jinja").read_text()
+    if isinstance(template, list):  # named templates: the default one
+        template = {t.get("name"): t.get("template") for t in template}.get("default")
+    if not isinstance(template, str):
+        raise FileNotFoundError(
+            f"no chat template in {directory} (chat_template.jinja or tokenizer_config.json): "
+            "drop --chat, or pass --tokenizer from a checkpoint that has one"
+        )
+
+    def special(name: str) -> str:
+        value = config.get(name) or ""
+        return value.get("content", "") if isinstance(value, dict) else value
+
+    def raise_exception(message: str):
+        raise ValueError(f"the chat template refused the prompt: {message}")
+
+    environment = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
+    return environment.from_string(template).render(
+        messages=[{"role": "user", "content": user_text}],
+        add_generation_prompt=True,
+        bos_token=special("bos_token"),
+        eos_token=special("eos_token"),
+        raise_exception=raise_exception,
+    )
+
+
 def _generate(args) -> int:
-    tokenizer = _tokenizer(args) if args.prompt is not None else None
-    if tokenizer is not None:
+    if args.chat and args.prompt is None:
+        raise ValueError("--chat takes the user's turn as --prompt text")
+    path = _tokenizer_path(args) if args.prompt is not None else None
+    tokenizer = _tokenizer(path) if path is not None else None
+    if args.chat:
+        # The template writes the special tokens itself (bos, turn markers).
+        text = chat_prompt(path.parent, args.prompt)
+        prompt_ids = tokenizer.encode(text, add_special_tokens=False).ids
+    elif tokenizer is not None:
         prompt_ids = tokenizer.encode(args.prompt).ids
     else:
         prompt_ids = token_ids(args.prompt_ids)

@@ -46,13 +46,20 @@ VARIANTS: dict[str, dict] = {
 }
 
 
-def write_tokenizer(directory: Path, vocab_size: int) -> None:
-    """A word-level tokenizer over `w0 ... wN`: enough to test text in, text out."""
-    from tokenizers import Tokenizer, models, pre_tokenizers
+def write_tokenizer(
+    directory: Path, vocab_size: int, specials: dict[int, str] | None = None
+) -> None:
+    """A word-level tokenizer over `w0 ... wN`: enough to test text in, text out.
 
-    vocab = {f"w{i}": i for i in range(vocab_size)}
+    `specials` (id -> token, e.g. {106: "<end_of_turn>"}) puts a model's special tokens at
+    their ids, for chat templates."""
+    from tokenizers import AddedToken, Tokenizer, models, pre_tokenizers
+
+    specials = specials or {}
+    vocab = {specials.get(i, f"w{i}"): i for i in range(vocab_size)}
     tokenizer = Tokenizer(models.WordLevel(vocab, unk_token="w0"))
     tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
+    tokenizer.add_special_tokens([AddedToken(t, special=True) for t in specials.values()])
     tokenizer.save(str(directory / "tokenizer.json"))
 
 
