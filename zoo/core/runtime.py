@@ -132,6 +132,7 @@ class Model:
         self._model = model
         self._functions: dict[str, Function] = {}
         _OPEN_MODELS.add(self)
+        self.capacity = _decode_capacity(path)  # zoo decoders: the KV cache's length
 
     @classmethod
     def load(cls, path: str | os.PathLike, compute_unit: str | None = None) -> Model:
@@ -210,6 +211,16 @@ class Model:
             self.close()
         except Exception:
             pass
+
+
+def _decode_capacity(path: Path) -> int | None:
+    import json
+
+    try:
+        metadata = json.loads((path / "metadata.json").read_text())
+        return int(metadata["creatorDefinedMetadata"]["zoo"]["decode"]["capacity"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
 
 class AssetError(ValueError):
@@ -315,6 +326,16 @@ class Function:
             _check_array(self.name, "state", name, value, *self.states[name])
         if self._function is None:
             raise RuntimeError(f"{self.model.path} was closed; load it again")
+        capacity = self.model.capacity
+        if capacity is not None and "in_step" in arrays:
+            # A write index past the cache runs and writes nothing: refuse it instead.
+            step = np.asarray(inputs["in_step"])
+            length = np.asarray(inputs["input_ids"]).shape[-1] if "input_ids" in inputs else 1
+            if step.size and not (0 <= int(step.min()) and int(step.max()) + length <= capacity):
+                raise RuntimeInputError(
+                    f"{self.name}: in_step {step.tolist()} with {length} token(s) is outside "
+                    f"the cache of {capacity} positions"
+                )
         outputs = self.model._loop.run(self._function(inputs=arrays, state=states))
         return {name: np.array(value.numpy()) for name, value in outputs.items()}
 

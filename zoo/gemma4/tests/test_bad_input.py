@@ -284,3 +284,21 @@ def test_isolated_exit_codes_and_paths_are_reported(tmp_path):
     outcome = run_isolated(sys.exit, 0)
     assert outcome.status == "error" and "sys.exit(0)" in outcome.detail
     assert run_isolated(os.path.isdir, tmp_path).result is True
+
+
+def test_a_raw_in_step_outside_the_cache_is_refused(assets):
+    import numpy as np
+
+    from zoo.core.decode import DecodeSpec
+    from zoo.core.runtime import Model, RuntimeInputError
+
+    asset = assets["kv-sharing", "runtime-index"]
+    with Model.load(asset) as model:
+        decode = model.function("decode")
+        spec = DecodeSpec(**read_metadata(asset)["decode"])
+        inputs = {"input_ids": np.array([[2]], np.int32), **spec.host_inputs(0, 1)}
+        inputs["in_step"] = np.array([spec.capacity], np.int32)  # one past the end
+        with pytest.raises(RuntimeInputError, match="outside the cache of 64 positions"):
+            decode(inputs, decode.new_states())
+        inputs["in_step"] = np.array([0], np.int32)
+        assert decode(inputs, decode.new_states())["logits"].shape[-1] == spec.vocab_size
