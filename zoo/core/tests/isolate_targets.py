@@ -41,3 +41,12 @@ def interval(seconds: float) -> dict:
     start = time.time()
     time.sleep(seconds)
     return {"start": start, "end": time.time()}
+
+
+def leave_temp_files_and_die() -> None:
+    """What a crashing export looks like to the file system: temp files, then a signal."""
+    import tempfile
+
+    tempfile.mkdtemp(suffix=".aimodelx")
+    tempfile.mkstemp(suffix=".partial")
+    os.kill(os.getpid(), signal.SIGKILL)

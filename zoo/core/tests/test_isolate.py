@@ -81,3 +81,15 @@ def test_gpu_and_ane_runs_are_serialized(unit, serialized):
         first, second = sorted((c.result().result for c in calls), key=lambda r: r["start"])
     overlapped = second["start"] < first["end"]
     assert overlapped is not serialized
+
+
+def test_a_crashing_child_leaves_no_temporary_files(tmp_path, monkeypatch):
+    import tempfile
+
+    from zoo.core.isolate import run_isolated
+    from zoo.core.tests import isolate_targets
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    outcome = run_isolated(isolate_targets.leave_temp_files_and_die)
+    assert outcome.status == "crashed" and outcome.signal == "SIGKILL"
+    assert list(tmp_path.iterdir()) == []
