@@ -53,6 +53,7 @@ merge: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python -m zoo.bench --record $(or $(RECORDS),docs/records)
 	$(BIN)/python -m zoo.bench --profile --record $(or $(RECORDS),docs/records)
+	$(BIN)/python -m zoo.compression qwen3_5-0.8b --record $(or $(RECORDS),docs/records)
 
 clean:
 	rm -rf site .pytest_cache

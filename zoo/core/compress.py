@@ -4,20 +4,21 @@ One list for every zoo model; `export_model(..., compress=NAME)` and the CLI's
 `--compress NAME` pick one, and the asset's DecodeSpec records it. Each preset says what it
 does to the projections, the embedding table and the LM head:
 
-| preset         | projections (`nn.Linear`)                      | embedding | LM head         |
-|----------------|------------------------------------------------|-----------|-----------------|
-| fp32           | as loaded                                      | fp32      | fp32            |
-| fp16           | fp16 weights and compute (coreai-opt cast)     | fp16      | fp16            |
-| int8           | int8 per output channel, symmetric             | fp32      | int8 if untied  |
-| int4-block32   | uint4 per block of 32 inputs, asymmetric,      | fp32      | uint4 if untied |
-|                | min-value formulation (Apple's Qwen3.5 preset) |           |                 |
-| palettize4     | 16-entry LUT per group of 32 output channels   | fp32      | LUT if untied   |
-|                | (Apple's Gemma 4 preset; Gemma 4's per-layer   |           |                 |
-|                | input gate / projection get 256-entry LUTs)    |           |                 |
+| preset         | projections (`nn.Linear`)                      | embeddings      | LM head     |
+|----------------|------------------------------------------------|-----------------|-------------|
+| fp32           | as loaded                                      | fp32            | fp32        |
+| fp16           | fp16 weights and compute (coreai-opt cast)     | fp16            | fp16        |
+| int8           | int8 per output channel, symmetric             | int8 per row    | int8        |
+| int4-block32   | uint4 per block of 32 inputs, asymmetric,      | uint4 per block | uint4       |
+|                | min-value formulation (Apple's Qwen3.5 preset) | of 32           |             |
+| palettize4     | 16-entry LUT per group of 32 output channels   | fp32            | LUT if      |
+|                | (Apple's Gemma 4 preset; Gemma 4's per-layer   | (as Apple's)    | untied      |
+|                | input gate / projection get 256-entry LUTs)    |                 |             |
 
-A tied head reads the embedding table, which no preset but fp16 changes (Apple's recipes
-leave embeddings alone too). Weight compression keeps `nn.Linear` modules, so those presets
-export with the weights layout "linear" (`zoo.core.layout`); the keys layout is unchanged.
+A tied head reads the embedding table: compressed with it by int8 and int4-block32. A table
+whose width does not divide into blocks of 32 is left as it is (coreai-opt says so). Weight
+compression keeps `nn.Linear` / `nn.Embedding` modules, so those presets export with the
+weights layout "linear" (`zoo.core.layout`); the keys layout is unchanged.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ import torch
 from torch import nn
 
 LINEAR = "torch.nn.modules.linear.Linear"
+EMBEDDING = "torch.nn.modules.sparse.Embedding"
 
 
 @dataclass(frozen=True)
@@ -81,7 +83,9 @@ def _quantize(module_config) -> Callable[[nn.Module, tuple], nn.Module]:
 
         config = QuantizerConfig(
             global_config=None,  # only what is named below: norms, RoPE, SDPA stay as they are
-            module_type_configs={LINEAR: module_config()},
+            # the embedding tables too: a tied head reads the same (dequantized) table, and
+            # a 248k-row table is a third of a small model
+            module_type_configs={LINEAR: module_config(), EMBEDDING: module_config()},
             execution_mode=ExecutionMode.EAGER,
         )
         quantizer = Quantizer(model, config)
