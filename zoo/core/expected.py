@@ -32,12 +32,12 @@ class Expectation:
 
 MEASURED_HERE = "measured by this project's tests (Linux CPU runtime, coreai-core 1.0.0b3)"
 
-KV_WRITE_SEED = (
+KV_WRITE_REPORT = (
     "reported by the community Core AI model zoo, 'Beta gotcha: the data-indexed in-graph KV "
     "write crashes MPSGraph' (Apple Feedback FB23024751, apple/coreai-models#5), macOS 27 / "
     "iOS 27 betas"
 )
-TOY_HYBRID_SEED = (
+TOY_HYBRID_REPORT = (
     "reported in apple/coreai-torch#2 (coreai-torch 0.4.0, macOS 27.0 beta 26A5353q, "
     "M1 Max): MPSGraph null dereference in mlir::FloatType::getWidth() at the first execute"
 )
@@ -48,11 +48,11 @@ def _measured(outcome: str) -> Expectation:
 
 
 def _kv_report(outcome: str, detail: str) -> Expectation:
-    return Expectation(outcome, KV_WRITE_SEED, detail)
+    return Expectation(outcome, KV_WRITE_REPORT, detail)
 
 
 def _toy_report(outcome: str, detail: str) -> Expectation:
-    return Expectation(outcome, TOY_HYBRID_SEED, detail)
+    return Expectation(outcome, TOY_HYBRID_REPORT, detail)
 
 
 # KV-write strategy -> target -> expectation
@@ -250,7 +250,7 @@ STATUS: dict[str, GotchaStatus] = {
             Report(
                 "macOS 27 beta 1",
                 "crash at the first execute: Mac GPU SIGTRAP, iPhone GPU SIGSEGV, ANE SIGABRT",
-                KV_WRITE_SEED,
+                KV_WRITE_REPORT,
             ),
             Report(
                 "2026-09-02",
@@ -284,7 +284,7 @@ STATUS: dict[str, GotchaStatus] = {
             Report(
                 "macOS 27.0 beta",
                 "EXC_BAD_ACCESS in MPSGraph at the first execute",
-                TOY_HYBRID_SEED,
+                TOY_HYBRID_REPORT,
             ),
             Report(
                 "macOS 27.2 (Apple's recipe)",
