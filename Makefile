@@ -42,18 +42,18 @@ lint: $(STAMP)
 
 ## records: regenerate the committed records that pages render (Linux CPU runtime)
 records: $(STAMP)
-	$(BIN)/python -m zoo.core.records regenerate
+	$(BIN)/python -m zoo.site.records regenerate
 
 ## merge: add a device's records (RECORDS=dir written by --record) to docs/records/devices/
 merge: $(STAMP)
 	@test -n "$(RECORDS)" || { echo "usage: make merge RECORDS=out/"; exit 2; }
-	$(BIN)/python -m zoo.core.records merge $(RECORDS)
+	$(BIN)/python -m zoo.site.records merge $(RECORDS)
 
 ## bench: decode/prefill speed at real model shapes on this machine, recorded (not a test)
 bench: $(STAMP)
 	$(BIN)/python -m zoo.bench --record $(or $(RECORDS),docs/records)
 	$(BIN)/python -m zoo.bench --profile --record $(or $(RECORDS),docs/records)
-	$(BIN)/python -m zoo.compression qwen3_5-0.8b --record $(or $(RECORDS),docs/records)
+	$(BIN)/python -m zoo.bench.compression qwen3_5-0.8b --record $(or $(RECORDS),docs/records)
 
 clean:
 	rm -rf site .pytest_cache

@@ -16,8 +16,7 @@ import tempfile
 from pathlib import Path
 
 from zoo.core.decode import Generator
-from zoo.qwen3_5 import export_qwen3_5, load_qwen3_5
-from zoo.qwen3_5.tiny import make_tiny_checkpoint
+from zoo.qwen3_5 import export_qwen3_5, load_qwen3_5, make_tiny_checkpoint
 
 workdir = Path(tempfile.mkdtemp())
 checkpoint = make_tiny_checkpoint(workdir / "tiny-qwen3_5")
@@ -35,7 +34,7 @@ print(f"int4-block32 / fp32: {sizes['int4-block32'] / sizes['fp32']:.2f}")
 # --8<-- [end:export]
 
 # --8<-- [start:quality]
-from zoo.compression import compression_row
+from zoo.lab.compression import compression_row
 
 row = compression_row("qwen3_5", "int4-block32", "input-mask-blend", workdir)
 for key in (
@@ -49,7 +48,7 @@ assert row["runtime vs compressed eager (max abs)"] < 1e-4
 # --8<-- [end:quality]
 
 # --8<-- [start:fp16]
-from zoo.compression import fp16_cast_on_gated_delta
+from zoo.lab.compression import fp16_cast_on_gated_delta
 
 failure = fp16_cast_on_gated_delta(workdir)
 print(failure[:240])
@@ -61,7 +60,7 @@ import sys
 if __name__ == "__main__" and "--record" in sys.argv:
     from concurrent.futures import ThreadPoolExecutor
 
-    from zoo.core.records import write_record
+    from zoo.site.records import write_record
 
     directory = sys.argv[sys.argv.index("--record") + 1]
     cases = [

@@ -12,8 +12,13 @@ import torch
 
 from zoo.core.decode import Generator
 from zoo.core.reference import greedy_reference
-from zoo.gemma4 import export_gemma4, load_gemma4, torch_logits
-from zoo.gemma4.tiny import make_tiny_checkpoint, reference_model
+from zoo.gemma4 import (
+    export_gemma4,
+    load_gemma4,
+    make_tiny_checkpoint,
+    reference_model,
+    torch_logits,
+)
 
 PROMPT = [2, 17, 33, 91, 5, 77, 12, 9, 100, 3]  # longer than a prefill chunk
 
@@ -53,7 +58,7 @@ assert row["logits max abs error (torch)"] < 1e-4
 import sys
 
 if __name__ == "__main__" and "--record" in sys.argv:
-    from zoo.core.records import write_record
+    from zoo.site.records import write_record
 
     workdir = Path(tempfile.mkdtemp())
     rows = [

@@ -7,7 +7,7 @@ Run: python snippets/gemma4_quickstart.py [--record DIR]
 """
 
 # --8<-- [start:checkpoint]
-from zoo.gemma4.tiny import make_tiny_checkpoint
+from zoo.gemma4 import make_tiny_checkpoint
 
 # 6 layers (sliding/full alternating), KV sharing in the last 2, per-layer
 # embeddings, random weights: written by transformers' save_pretrained.
@@ -39,7 +39,7 @@ print(tokens)
 # --8<-- [start:compare]
 
 from zoo.core.reference import greedy_reference
-from zoo.gemma4.tiny import reference_model
+from zoo.gemma4 import reference_model
 
 reference = reference_model(checkpoint)  # transformers' Gemma4ForCausalLM
 expected = greedy_reference(reference, prompt)
@@ -83,7 +83,7 @@ assert len(text.split()) == 8
 import sys
 
 if __name__ == "__main__" and "--record" in sys.argv:
-    from zoo.core.records import write_record
+    from zoo.site.records import write_record
 
     directory = sys.argv[sys.argv.index("--record") + 1]
     record = write_record(directory, "gemma4-states", {"states": state_table})

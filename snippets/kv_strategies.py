@@ -9,8 +9,8 @@ import sys
 # --8<-- [start:decode]
 import numpy as np
 
-from zoo.core.kv_matrix import HostDecoder, build_block, export_block
 from zoo.core.runtime import Model
+from zoo.lab.kv_matrix import HostDecoder, build_block, export_block
 
 block = build_block("input-mask-blend")  # one attention layer, tiny widths
 asset = export_block(block, "blend.aimodel", overwrite=True)
@@ -114,7 +114,7 @@ print("prefill(4) + decode(4) on one asset == 8 eager steps")
 # --8<-- [end:prefill_decode]
 
 # --8<-- [start:ring_buffer]
-from zoo.core.kv import RingBufferWrite
+from zoo.lab.kv_cells import RingBufferWrite
 
 ring = build_block("ring-buffer")
 ring.strategy = RingBufferWrite(window=8)  # 8 slots of a 32-column cache
@@ -199,7 +199,7 @@ assert [row["state"] for row in state_table] == names
 # --8<-- [end:hybrid_states]
 
 if __name__ == "__main__" and "--record" in sys.argv:
-    from zoo.core.records import write_record
+    from zoo.site.records import write_record
 
     directory = sys.argv[sys.argv.index("--record") + 1]
     record = write_record(directory, "hybrid-states", {"states": state_table})

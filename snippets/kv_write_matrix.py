@@ -12,10 +12,10 @@ torch eager (every output, and the final caches). Run:
 import sys
 
 # --8<-- [start:matrix]
-from zoo.core.kv import STRATEGIES
-from zoo.core.kv_matrix import run_matrix
+from zoo.lab.kv_cells import CELLS
+from zoo.lab.kv_matrix import run_matrix
 
-cells = [name for name in STRATEGIES if name != "ring-buffer"]
+cells = [name for name in CELLS if name != "ring-buffer"]
 rows = run_matrix(cells, steps=8)
 for row in rows:
     print(f"{row['formulation']:<66} {row['outcome']}")
@@ -24,13 +24,13 @@ for row in rows:
 
 def record_latency(directory: str) -> None:
     """Per-step latency vs context position at a real width, per strategy."""
-    from zoo.core.isolate import run_isolated
-    from zoo.core.kv_matrix import REAL_WIDTH, measure_latency
-    from zoo.core.records import write_record
+    from zoo.lab.isolate import run_isolated
+    from zoo.lab.kv_matrix import REAL_WIDTH, measure_latency
+    from zoo.site.records import write_record
 
     positions = [1, 16, 128, 512, 1024, 2046]
     latency = []
-    for name, strategy in STRATEGIES.items():
+    for name, strategy in CELLS.items():
         if strategy.isolation_only or name == "runtime-index-dynamic":
             continue
         outcome = run_isolated(measure_latency, name, positions, timeout=900)
@@ -50,7 +50,7 @@ def record_latency(directory: str) -> None:
 
 
 if __name__ == "__main__":
-    from zoo.core.records import write_record
+    from zoo.site.records import write_record
 
     if "--record" in sys.argv:
         directory = sys.argv[sys.argv.index("--record") + 1]

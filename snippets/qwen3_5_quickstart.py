@@ -7,10 +7,10 @@ Run: python snippets/qwen3_5_quickstart.py [--record DIR]
 """
 
 # --8<-- [start:checkpoint]
-from zoo.qwen3_5.tiny import make_tiny_checkpoint
+from zoo.qwen3_5 import make_tiny_checkpoint
 
 # 8 layers: 3 GatedDeltaNet + 1 attention, twice; 2 key heads, 4 value heads.
-checkpoint = make_tiny_checkpoint("tiny-qwen3_5", layers=8)
+checkpoint = make_tiny_checkpoint("tiny-qwen3_5", num_hidden_layers=8)
 # --8<-- [end:checkpoint]
 
 # --8<-- [start:export]
@@ -31,7 +31,7 @@ import torch
 
 from zoo.core.decode import Generator
 from zoo.core.reference import greedy_reference
-from zoo.qwen3_5.tiny import reference_model
+from zoo.qwen3_5 import reference_model
 
 prompt = [2, 17, 33, 91, 5, 77, 12, 9, 100, 3]  # 2 prefill chunks + 2 steps
 with Generator(asset) as generator:
@@ -93,7 +93,7 @@ def parity_rows() -> list[dict]:
     rows = []
     for layers in (4, 8):
         directory = make_tiny_checkpoint(
-            f"tiny-qwen3_5-{layers}", layers=layers
+            f"tiny-qwen3_5-{layers}", num_hidden_layers=layers
         )
         reference = reference_model(directory)
         with torch.no_grad():
@@ -128,7 +128,7 @@ if __name__ == "__main__":
     import sys
 
     if "--record" in sys.argv:
-        from zoo.core.records import write_record
+        from zoo.site.records import write_record
 
         directory = sys.argv[sys.argv.index("--record") + 1]
         for name, results in (

@@ -35,8 +35,8 @@ import sys
 if __name__ == "__main__" and "--record" in sys.argv:
     from concurrent.futures import ThreadPoolExecutor
 
-    from zoo.core.records import write_record
     from zoo.released import MODELS
+    from zoo.site.records import write_record
 
     directory = sys.argv[sys.argv.index("--record") + 1]
     workdir = Path(tempfile.mkdtemp())

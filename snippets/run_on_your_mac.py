@@ -21,7 +21,7 @@ out = Path(tempfile.mkdtemp(prefix="zoo-records-"))  # on your Mac: out/
 # --8<-- [start:suite]
 # The KV-write matrix part of the suite: every cell exported and run in
 # its own process. `pytest zoo/` runs all of it.
-suite = f"python -m pytest zoo/core/tests/test_kv.py -q --record {out}"
+suite = f"python -m pytest zoo/lab/tests/test_kv.py -q --record {out}"
 print(run_command(suite, cwd=repo)[-200:])
 # --8<-- [end:suite]
 
@@ -39,5 +39,5 @@ written = {path.name for path in out.iterdir()}
 assert {"kv-write-matrix.json", "bench-qwen3_5-tiny.json"} <= written
 
 # --8<-- [start:merge]
-print(run_command(f"python -m zoo.core.records merge {out}", cwd=repo))
+print(run_command(f"python -m zoo.site.records merge {out}", cwd=repo))
 # --8<-- [end:merge]

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from zoo.core.isolate import run_script
-from zoo.core.records import GENERATORS, RECORDS_DIR
+from zoo.lab.isolate import run_script
 from zoo.site.harness import ROOT
+from zoo.site.records import GENERATORS, RECORDS_DIR
 
 SNIPPETS = sorted((ROOT / "snippets").glob("*.py"))
 # what `python snippets/X.py --record DIR` writes (benchmarks take extra arguments)

@@ -20,8 +20,10 @@ from pathlib import Path
 import numpy as np
 
 from zoo.core.checkpoint import UnsupportedConfig
+from zoo.core.decode import export_model as export
+from zoo.core.entry import all_entries, get_entry
 
-MODELS = ("gemma4", "qwen3_5")
+MODELS = tuple(all_entries())  # every zoo model has released configs
 ROOT = Path(__file__).resolve().parent
 PROMPT = [2, 17, 33, 91, 5, 77, 12, 9, 100, 3]  # 10 tokens: 2 prefill chunks of 4, then 2
 CHUNK, CAPACITY, NEW_TOKENS = 4, 32, 8
@@ -149,7 +151,7 @@ def write_checkpoint(config: dict, directory: Path, seed: int = 0) -> Path:
     import torch
     import transformers
 
-    from zoo.gemma4.tiny import write_tokenizer
+    from zoo.core.reference import write_tokenizer
 
     directory.mkdir(parents=True, exist_ok=True)
     (directory / "config.json").write_text(json.dumps(config, indent=2))
@@ -164,13 +166,6 @@ def write_checkpoint(config: dict, directory: Path, seed: int = 0) -> Path:
     text = config.get("text_config", config)
     write_tokenizer(directory, text["vocab_size"])
     return directory
-
-
-def _entry(model: str):
-    import importlib
-
-    package = importlib.import_module(f"zoo.{model}")
-    return getattr(package, f"load_{model}"), getattr(package, f"export_{model}")
 
 
 def runtime_greedy(asset: str, prompt: list[int], new_tokens: int) -> dict:
@@ -191,7 +186,7 @@ def runtime_greedy(asset: str, prompt: list[int], new_tokens: int) -> dict:
 def released_row(model: str, name: str, workdir: str | Path) -> dict:
     """`check_released` in a process of its own (the runtime may crash), computed once per
     test session for the zoo tests, the recipe and its record alike."""
-    from zoo.core.isolate import cached_call, run_isolated
+    from zoo.lab.isolate import cached_call, run_isolated
 
     sources = sorted(ROOT.rglob("*.py")) + [released_configs(model)[name]]
     outcome = cached_call(
@@ -217,8 +212,8 @@ def check_released(model: str, name: str, workdir: str | Path) -> dict:
     refused with the reason."""
     import torch
 
-    from zoo.core.isolate import run_isolated
     from zoo.core.reference import greedy_reference
+    from zoo.lab.isolate import run_isolated
 
     released = json.loads(released_configs(model)[name].read_text())
     tiny = scale_down(released)
@@ -228,7 +223,7 @@ def check_released(model: str, name: str, workdir: str | Path) -> dict:
         "released config": name,
         "layers (tiny)": f"{layers[0]} ({layers[1]})",
     }
-    load, export = _entry(model)
+    load = get_entry(model).load
     workdir = Path(workdir)
     checkpoint = write_checkpoint(tiny, workdir / name)
     try:

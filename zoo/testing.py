@@ -47,7 +47,7 @@ def record(name: str, results: dict) -> None:
     """Write a record of this run when `pytest --record DIR` (or `$ZOO_RECORD_DIR`) asks."""
     directory = os.environ.get(RECORD_ENV)
     if directory:
-        from zoo.core.records import write_record
+        from zoo.site.records import write_record
 
         write_record(directory, name, results, compute_unit=default_compute_unit())
 
@@ -71,11 +71,11 @@ def check_runtime_greedy(
 ) -> None:
     """8 greedy tokens on the Core AI runtime, in a process of their own, against
     transformers' `generate`; recorded, and compared with what this target expects of the
-    recipe's KV write (`zoo.core.expected`: e.g. a crash on the macOS beta GPU)."""
-    from zoo.core.expected import RAN_EXACT, current_target, expected, mismatch
+    recipe's KV write (`zoo.lab.expected`: e.g. a crash on the macOS beta GPU)."""
     from zoo.core.export import read_metadata
-    from zoo.core.isolate import run_isolated
     from zoo.core.reference import greedy_reference
+    from zoo.lab.expected import RAN_EXACT, current_target, expected, mismatch
+    from zoo.lab.isolate import run_isolated
 
     want = greedy_reference(reference, prompt)
     outcome = run_isolated(greedy_on_runtime, str(asset), prompt, timeout=300)

@@ -144,17 +144,16 @@ def build_parser(model_name: str, strategies: list[str]) -> argparse.ArgumentPar
     return parser
 
 
-def run(
-    model_name: str,
-    load: Callable[..., object],
-    export: Callable[..., Path],
-    argv: list[str] | None = None,
-) -> int:
+def run(model_name: str, argv: list[str] | None = None) -> int:
+    """`python -m zoo.MODEL ...` of the registered zoo entry `model_name`."""
+    from zoo.core.decode import export_model
+    from zoo.core.entry import get_entry
+
     strategies = [n for n, s in STRATEGIES.items() if s.stateful and s.chunks]
     args = build_parser(model_name, strategies).parse_args(argv)
     try:
         if args.command == "export":
-            return _export(args, load, export)
+            return _export(args, get_entry(model_name).load, export_model)
         return _generate(args)
     except KeyboardInterrupt:
         say("\ninterrupted")

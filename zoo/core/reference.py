@@ -30,3 +30,47 @@ def greedy_reference(model, prompt: list[int], max_new_tokens: int = 8) -> list[
         pad_token_id=0,
     )
     return output[0, len(prompt) :].tolist()
+
+
+def write_tokenizer(
+    directory: Path, vocab_size: int, specials: dict[int, str] | None = None
+) -> None:
+    """A word-level tokenizer over `w0 ... wN`: enough to test text in, text out.
+
+    `specials` (id -> token, e.g. {106: "<end_of_turn>"}) puts a model's special tokens at
+    their ids, for chat templates."""
+    from tokenizers import AddedToken, Tokenizer, models, pre_tokenizers
+
+    specials = specials or {}
+    vocab = {specials.get(i, f"w{i}"): i for i in range(vocab_size)}
+    tokenizer = Tokenizer(models.WordLevel(vocab, unk_token="w0"))
+    tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
+    tokenizer.add_special_tokens([AddedToken(t, special=True) for t in specials.values()])
+    tokenizer.save(str(directory / "tokenizer.json"))
+
+
+def write_tiny_checkpoint(entry, directory: Path, text: dict, seed: int, multimodal: bool) -> Path:
+    """Build `entry`'s transformers model from the text config `text` with random weights
+    (seeded) and `save_pretrained` it, with a word-level tokenizer beside it."""
+    import torch
+    import transformers
+
+    torch.manual_seed(seed)
+    text_config = getattr(transformers, entry.text_config_class)
+    if multimodal:
+        config_class = getattr(transformers, entry.multimodal_config_class)
+        config = config_class(text_config=text, **entry.tiny.towers)
+        model = getattr(transformers, entry.multimodal_class)(config)
+    else:
+        model = transformers.AutoModelForCausalLM.from_config(
+            text_config(**text), attn_implementation="eager"
+        )
+    if entry.tiny.jitter:  # constants at init: jittered so the parity tests see them matter
+        with torch.no_grad():
+            for name, parameter in model.named_parameters():
+                if any(part in name for part in entry.tiny.jitter):
+                    parameter.add_(0.1 * torch.randn_like(parameter))
+    transformers.utils.logging.disable_progress_bar()  # no "Writing model shards" bars
+    model.eval().save_pretrained(directory)
+    write_tokenizer(directory, text["vocab_size"])
+    return directory

@@ -1,17 +1,100 @@
-"""Gemma 4 text decoder on Core AI: load a checkpoint, export, generate."""
+"""Gemma 4 text decoder on Core AI: load a checkpoint, export, generate.
+
+The zoo entry: `config.py` reads config.json, `model.py` is the decoder; this registration
+is all the rest of the zoo needs to know about it (`zoo.core.entry`)."""
 
 from zoo.core.decode import decode_spec, torch_logits
 from zoo.core.decode import export_model as export_gemma4
+from zoo.core.entry import ModelEntry, TinyCheckpoint, register
 from zoo.gemma4.config import Gemma4Config, UnsupportedConfig
-from zoo.gemma4.load import load_gemma4
 from zoo.gemma4.model import Gemma4
 
+
+def _kv_sharing_weights(config: Gemma4Config) -> list[str]:
+    """KV-sharing layers have no k/v weights of their own; checkpoints may still carry them."""
+    return [
+        f"layers.{i}.self_attn.{name}"
+        for i, mode in enumerate(config.kv_sharing_modes())
+        if mode == "reuse"
+        for name in ("k_proj", "v_proj", "k_norm", "v_norm")
+    ]
+
+
+# Tiny random checkpoints for the tests and recipes: 6 layers, sliding/full alternating.
+TINY = TinyCheckpoint(
+    text=dict(
+        vocab_size=128,
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=6,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=16,
+        global_head_dim=32,  # full-attention layers have a wider head
+        sliding_window=4,
+        max_position_embeddings=256,
+        layer_types=["sliding_attention", "full_attention"] * 3,
+        bos_token_id=2,
+        eos_token_id=1,
+        pad_token_id=0,
+    ),
+    variants={
+        # KV sharing (2 layers reuse), double-wide MLP on them, per-layer embeddings
+        "kv-sharing": dict(
+            num_kv_shared_layers=2,
+            use_double_wide_mlp=True,
+            vocab_size_per_layer_input=128,
+            hidden_size_per_layer_input=8,
+        ),
+        # a final-logit softcap small enough to engage on random weights, k == v on full
+        # layers with their own KV head count, no per-layer embeddings
+        "softcap": dict(
+            final_logit_softcapping=0.2,
+            attention_k_eq_v=True,
+            num_global_key_value_heads=1,
+            hidden_size_per_layer_input=0,
+        ),
+    },
+    towers=dict(
+        vision_config=dict(
+            hidden_size=32,
+            intermediate_size=64,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            num_key_value_heads=2,
+            head_dim=16,
+        ),
+        audio_config=None,
+    ),
+)
+
+ENTRY = register(
+    ModelEntry(
+        name="gemma4",
+        title="Gemma 4",
+        config=Gemma4Config,
+        model=Gemma4,
+        text_config_class="Gemma4TextConfig",
+        multimodal_config_class="Gemma4Config",
+        multimodal_class="Gemma4ForConditionalGeneration",
+        tiny=TINY,
+        towers=("vision_", "audio_", "embed_vision", "embed_audio"),
+        unused_weights=_kv_sharing_weights,
+    )
+)
+load_gemma4 = ENTRY.load
+make_tiny_checkpoint = ENTRY.make_tiny_checkpoint
+reference_model = ENTRY.reference_model
+
 __all__ = [
+    "ENTRY",
     "Gemma4",
     "Gemma4Config",
     "UnsupportedConfig",
     "decode_spec",
     "export_gemma4",
     "load_gemma4",
+    "make_tiny_checkpoint",
+    "reference_model",
     "torch_logits",
 ]

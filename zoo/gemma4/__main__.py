@@ -3,7 +3,6 @@
 import sys
 
 from zoo.core.cli import run
-from zoo.gemma4 import export_gemma4, load_gemma4
 
 if __name__ == "__main__":
-    sys.exit(run("gemma4", load_gemma4, export_gemma4))
+    sys.exit(run("gemma4"))

@@ -8,12 +8,12 @@ Markers a page may hold (an HTML comment, so the raw Markdown still reads well):
     <!-- zoo:outcomes NAME KEY TABLE -->
                                     measured rows, a column per device record merged into
                                     records/devices/ (run-on-your-mac), and the outcomes
-                                    others reported (`zoo.core.expected.TABLES[TABLE]`),
+                                    others reported (`zoo.lab.expected.TABLES[TABLE]`),
                                     labelled as such
     <!-- zoo:devices NAME KEY -->   a table of results[KEY] per device record of NAME merged
                                     into records/devices/, or a note that there is none yet
     <!-- zoo:expectations TABLE -->  the expected outcome of each cell per target, with
-                                    sources (`zoo.core.expected.TABLES[TABLE]`)
+                                    sources (`zoo.lab.expected.TABLES[TABLE]`)
     <!-- zoo:pivot NAME KEY "row column" "column column" "value column" -->
                                     the rows pivoted into a compact table
     <!-- zoo:plot NAME KEY "x column" "y column" series-column -->
@@ -60,9 +60,9 @@ def on_page_markdown(markdown: str, page, config, files) -> str:
 def render_marker(kind: str, args: list[str], records_dir: Path, page: str) -> str:
     if not args:
         raise ValueError("the marker names no record")
-    if kind == "expectations":  # data in zoo.core.expected, not a record
+    if kind == "expectations":  # data in zoo.lab.expected, not a record
         return expectation_table(args[0])
-    if kind == "status":  # data in zoo.core.expected, dated by the record of its matrix
+    if kind == "status":  # data in zoo.lab.expected, dated by the record of its matrix
         if len(args) != 2:
             raise ValueError("zoo:status takes a status name and the record of its matrix")
         return status_box(args[0], _load(records_dir, args[1]), _devices(records_dir, args[1]))
@@ -108,8 +108,8 @@ def render_marker(kind: str, args: list[str], records_dir: Path, page: str) -> s
 
 
 def status_box(name: str, record: dict, device_records: list[Path]) -> str:
-    """The dated status a gotcha page opens with (`zoo.core.expected.STATUS`)."""
-    from zoo.core.expected import STATUS
+    """The dated status a gotcha page opens with (`zoo.lab.expected.STATUS`)."""
+    from zoo.lab.expected import STATUS
 
     status = STATUS[name]
     kind = {"open upstream": "danger", "verified fixed": "success"}.get(status.status, "warning")
@@ -139,7 +139,7 @@ def status_box(name: str, record: dict, device_records: list[Path]) -> str:
 
 
 def _devices(records_dir: Path, name: str) -> list[Path]:
-    """Records of `name` measured on other devices, merged by `zoo.core.records merge`."""
+    """Records of `name` measured on other devices, merged by `zoo.site.records merge`."""
     return sorted(records_dir.glob(f"devices/*/{name}.json"))
 
 
@@ -175,7 +175,7 @@ def outcome_table(record: dict, key: str, table: str, devices: list[dict] = ()) 
 
     A row names its cell with `key` (or `strategy`); `outcome` is what ran.
     """
-    from zoo.core.expected import reported_column
+    from zoo.lab.expected import reported_column
 
     reported, source = reported_column(table)
     platform = record["provenance"]["platform"]
@@ -198,7 +198,7 @@ def outcome_table(record: dict, key: str, table: str, devices: list[dict] = ()) 
 def expectation_table(table: str) -> str:
     """Cell x target -> expected outcome, footnoted with where each expectation comes from:
     on the target's header, and on a cell whose source differs from its column's."""
-    from zoo.core.expected import TABLES, expected
+    from zoo.lab.expected import TABLES, expected
 
     targets = ["linux-cpu", "macos-gpu", "macos-cpu", "macos-ane"]
     sources: list[str] = []
@@ -352,7 +352,7 @@ def _load(records_dir: Path, name: str) -> dict:
     path = records_dir / f"{name}.json"
     if not path.exists():
         raise FileNotFoundError(
-            f"no record {path}; generate it with `make records` (python -m zoo.core.records "
+            f"no record {path}; generate it with `make records` (python -m zoo.site.records "
             "regenerate), or `make bench` for a bench-* record"
         )
     return json.loads(path.read_text())

@@ -31,7 +31,7 @@ def cli(model: str, *args: str) -> subprocess.CompletedProcess:
 def test_gemma4_chat_stops_at_the_end_of_turn(tmp_path):
     from safetensors.torch import load_file, save_file
 
-    from zoo.gemma4.tiny import write_tokenizer
+    from zoo.core.reference import write_tokenizer
     from zoo.released import released_configs, scale_down, write_checkpoint
 
     config = scale_down(json.loads(released_configs("gemma4")["gemma-4-E2B-it"].read_text()))
@@ -85,8 +85,8 @@ def test_gemma4_chat_stops_at_the_end_of_turn(tmp_path):
 
 def test_qwen3_5_chat_template_and_stop_list(tmp_path):
     from zoo.core.export import read_metadata
-    from zoo.gemma4.tiny import write_tokenizer
-    from zoo.qwen3_5.tiny import make_tiny_checkpoint
+    from zoo.core.reference import write_tokenizer
+    from zoo.qwen3_5 import make_tiny_checkpoint
 
     checkpoint = make_tiny_checkpoint(tmp_path / "ck")
     write_tokenizer(checkpoint, 128, {126: "<|im_start|>", 127: "<|im_end|>"})

@@ -10,8 +10,8 @@ import sys
 
 import pytest
 
-from zoo.compression import compression_row
 from zoo.core.compress import PRESETS
+from zoo.lab.compression import compression_row
 
 pytest.importorskip("coreai_opt")
 
@@ -61,8 +61,7 @@ def test_recommended_preset_with_the_other_kv_strategy(model, preset, workdir):
 
 
 def test_fp16_refuses_qwen3_5_naming_the_cause(tmp_path):
-    from zoo.qwen3_5 import export_qwen3_5, load_qwen3_5
-    from zoo.qwen3_5.tiny import make_tiny_checkpoint
+    from zoo.qwen3_5 import export_qwen3_5, load_qwen3_5, make_tiny_checkpoint
 
     model = load_qwen3_5(make_tiny_checkpoint(tmp_path / "ck"), "input-mask-blend", 32)
     with pytest.raises(ValueError, match="GatedDeltaNet prefill loop"):

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from zoo.gemma4 import export_gemma4, load_gemma4
-from zoo.gemma4.tiny import make_tiny_checkpoint
+from zoo.gemma4 import export_gemma4, load_gemma4, make_tiny_checkpoint
 from zoo.testing import ExportedAssets
 
 CAPACITY, CHUNK = 64, 4

@@ -10,8 +10,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from zoo.gemma4 import load_gemma4, torch_logits
-from zoo.gemma4.tiny import reference_model
+from zoo.gemma4 import load_gemma4, reference_model, torch_logits
 from zoo.testing import check_runtime_greedy
 
 from .conftest import CAPACITY, CHUNK

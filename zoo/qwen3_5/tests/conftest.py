@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from zoo.qwen3_5 import export_qwen3_5, load_qwen3_5
-from zoo.qwen3_5.tiny import make_tiny_checkpoint
+from zoo.qwen3_5 import export_qwen3_5, load_qwen3_5, make_tiny_checkpoint
 from zoo.testing import ExportedAssets
 
 CAPACITY, CHUNK = 64, 4
@@ -16,7 +15,7 @@ def checkpoints(tmp_path_factory) -> dict:
     root = tmp_path_factory.mktemp("qwen3_5-checkpoints")
     return {
         "4-layer": make_tiny_checkpoint(root / "4-layer"),
-        "8-layer": make_tiny_checkpoint(root / "8-layer", seed=1, layers=8),
+        "8-layer": make_tiny_checkpoint(root / "8-layer", seed=1, num_hidden_layers=8),
         "multimodal": make_tiny_checkpoint(root / "multimodal", multimodal=True),
     }
 

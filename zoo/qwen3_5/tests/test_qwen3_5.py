@@ -19,8 +19,7 @@ from safetensors.torch import load_file, save_file
 from zoo.core.checkpoint import CheckpointError
 from zoo.core.decode import ContextFullError, Generator
 from zoo.core.layout import default_layout
-from zoo.qwen3_5 import UnsupportedConfig, load_qwen3_5, torch_logits
-from zoo.qwen3_5.tiny import reference_model
+from zoo.qwen3_5 import UnsupportedConfig, load_qwen3_5, reference_model, torch_logits
 from zoo.testing import check_runtime_greedy
 
 from .conftest import CAPACITY, CHUNK

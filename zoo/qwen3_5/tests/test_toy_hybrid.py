@@ -7,7 +7,7 @@ import importlib.util
 
 import pytest
 
-from zoo.core.expected import TOY_HYBRID, current_target, expected, mismatch
+from zoo.lab.expected import TOY_HYBRID, current_target, expected, mismatch
 from zoo.site.harness import ROOT
 from zoo.testing import record
 

@@ -198,12 +198,12 @@ def mismatch(
     if reported_fixed:
         return (
             f"{kind} {key!r}: Apple reported this fixed (unverified), but here it gave {got!r}. "
-            "Record it (pytest --record), tell upstream, and update zoo/core/expected.py."
+            "Record it (pytest --record), tell upstream, and update zoo/lab/expected.py."
         )
     if got == RAN_EXACT:
         return (
             f"{kind} {key!r}: expected {expected_outcome!r} but it now runs exactly: the runtime "
-            "may have been fixed. Check it, then update zoo/core/expected.py and the pages."
+            "may have been fixed. Check it, then update zoo/lab/expected.py and the pages."
         )
     return f"{kind} {key!r}: expected {expected_outcome!r}, got {got!r}"
 

@@ -20,15 +20,24 @@ import torch
 from torch import nn
 
 from zoo.core.export import export
-from zoo.core.isolate import cached_call, check_close, run_isolated
-from zoo.core.kv import HostCache, KVStrategy, get_strategy
+from zoo.core.kv import KVStrategy, get_strategy
 from zoo.core.layers import attend
 from zoo.core.runtime import Model, states_to_numpy
+from zoo.lab.isolate import cached_call, check_close, run_isolated
+from zoo.lab.kv_cells import HostCache
 
 # What a cell's outcome depends on, for the per-session result cache.
+ZOO = Path(__file__).resolve().parents[1]
 CODE_FILES = [
-    Path(__file__).with_name(n)
-    for n in ("kv_matrix.py", "kv.py", "layers.py", "export.py", "runtime.py")
+    ZOO / n
+    for n in (
+        "lab/kv_matrix.py",
+        "lab/kv_cells.py",
+        "core/kv.py",
+        "core/layers.py",
+        "core/export.py",
+        "core/runtime.py",
+    )
 ]
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from zoo.core.expected import (
+from zoo.lab.expected import (
     ANY,
     CRASHED,
     KV_WRITE,
@@ -25,7 +25,7 @@ def test_an_expected_crash_that_still_crashes_passes():
 def test_an_expected_crash_that_now_runs_is_reported_as_fixed():
     problem = mismatch("KV write", "index-put", "crashed (SIGILL)", "ran exact")
     assert "now runs exactly: the runtime may have been fixed" in problem
-    assert "update zoo/core/expected.py" in problem
+    assert "update zoo/lab/expected.py" in problem
 
 
 def test_an_unexpected_crash_fails():
@@ -69,7 +69,7 @@ def test_every_cell_is_measured_here_and_reported_with_a_source():
 
 
 def test_reported_fixed_applies_to_release_builds_only(monkeypatch):
-    from zoo.core.expected import REPORTED_FIXED
+    from zoo.lab.expected import REPORTED_FIXED
 
     monkeypatch.setenv("ZOO_MACOS_BUILD", "26A5353q")  # beta 1: the reported crash
     assert expected("kv-write", "runtime-index", "macos-gpu").outcome == CRASHED
@@ -85,7 +85,7 @@ def test_reported_fixed_applies_to_release_builds_only(monkeypatch):
 def test_the_status_box_follows_the_data(monkeypatch):
     import dataclasses
 
-    from zoo.core import expected as data
+    from zoo.lab import expected as data
     from zoo.site.hooks import status_box
 
     record = {"provenance": {"platform": "linux", "machine": "x86_64", "date": "2026-12-01T00"}}

@@ -9,7 +9,8 @@ import sys
 import pytest
 import torch
 
-from zoo.bench import TINY, build_decoder, decode_weight_bytes, run_bench
+from zoo.bench.__main__ import run_bench, run_profiles
+from zoo.bench.shapes import TINY, build_decoder, decode_weight_bytes
 from zoo.core.layout import apply_layout
 
 
@@ -70,7 +71,6 @@ def test_bench_models_compute_the_same_in_every_layout():
 
 
 def test_profile_records_where_a_step_spends_its_time(tmp_path):
-    from zoo.bench import run_profiles
 
     run_profiles(["qwen3_5-tiny"], str(tmp_path), str(tmp_path))
     record = json.loads((tmp_path / "bench-profile-qwen3_5-tiny.json").read_text())

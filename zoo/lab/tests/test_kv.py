@@ -6,13 +6,14 @@ import numpy as np
 import pytest
 import torch
 
-from zoo.core.expected import current_target, expected, mismatch
-from zoo.core.kv import STRATEGIES, RingBufferWrite, get_strategy
-from zoo.core.kv_matrix import TINY, HostDecoder, build_block, run_matrix
+from zoo.core.kv import get_strategy
 from zoo.core.layers import attend
+from zoo.lab.expected import current_target, expected, mismatch
+from zoo.lab.kv_cells import CELLS, RingBufferWrite
+from zoo.lab.kv_matrix import TINY, HostDecoder, build_block, run_matrix
 from zoo.testing import record
 
-DECODERS = [name for name, s in STRATEGIES.items() if not s.isolation_only]
+DECODERS = [name for name, s in CELLS.items() if not s.isolation_only]
 
 
 def reference_outputs(block, xs: np.ndarray, window: int | None = None) -> list[np.ndarray]:
@@ -88,7 +89,7 @@ def test_unknown_strategy_lists_the_known_ones():
         get_strategy("fast-write")
 
 
-MATRIX = [name for name in STRATEGIES if name != "ring-buffer"]
+MATRIX = [name for name in CELLS if name != "ring-buffer"]
 
 
 @pytest.fixture(scope="module")
@@ -101,7 +102,7 @@ def matrix_rows():
 @pytest.mark.parametrize("name", MATRIX)
 def test_runtime_matrix_cell_has_its_expected_outcome(matrix_rows, name):
     """Each cell exported and run for 8 steps in its own process, against torch eager;
-    the outcome compared with what `zoo.core.expected` expects on this target."""
+    the outcome compared with what `zoo.lab.expected` expects on this target."""
     want = expected("kv-write", name)
     got = matrix_rows[name]["outcome"]
     problem = mismatch(f"KV write on {current_target()}", name, want.outcome, got)

@@ -1,0 +1,1 @@
+"""`python -m zoo.bench`: speed of the zoo models at real shapes (`zoo.bench.__main__`)."""

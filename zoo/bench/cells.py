@@ -1,0 +1,188 @@
+"""One bench cell (shape x KV strategy x layout) and one profile cell, each meant to run in a
+process of its own (`zoo.lab.isolate.run_isolated`): the runtime can crash."""
+
+from __future__ import annotations
+
+import gc
+import os
+import shutil
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from zoo.bench.measure import cores_busy, measure_read_bandwidth, median_seconds
+from zoo.bench.shapes import (
+    ALL_SHAPES,
+    DEFAULT_LAYOUT,
+    LAYOUTS,
+    Shape,
+    build_decoder,
+    decode_weight_bytes,
+)
+
+# What a cell's numbers depend on (the per-session result cache of the tests).
+CODE_FILES = sorted(
+    p for p in Path(__file__).resolve().parents[1].rglob("*.py") if "tests" not in p.parts
+)
+
+
+def _time_eager(model, spec, inputs_at, shape: Shape, repeats: int) -> tuple[float, float]:
+    """Median seconds of a prefill chunk and of a decode step in torch eager."""
+    states = [torch.zeros(s) for s in spec.state_shapes.values()]
+
+    def eager_at(position: int, length: int):
+        tensors = [torch.from_numpy(v) for v in inputs_at(position, length).values()]
+        return lambda: model(*tensors, *states)
+
+    with torch.no_grad():
+        eager_at(shape.prompt, 1)()  # warm up
+        return (
+            median_seconds(eager_at(0, shape.chunk), repeats),
+            median_seconds(eager_at(shape.prompt, 1), repeats),
+        )
+
+
+def _export(shape_name: str, strategy: str, layout: dict, asset: str):
+    """Build the shape's decoder in `layout`, export it to `asset`: (shape, model, spec, s)."""
+    from zoo.core.decode import decode_spec, export_decoder
+    from zoo.core.layout import apply_layout
+
+    shape = ALL_SHAPES[shape_name]
+    model = build_decoder(shape, strategy)
+    apply_layout(model, **layout)
+    spec = decode_spec(model, shape.chunk)
+    started = time.perf_counter()
+    export_decoder(model, spec, asset, overwrite=True)
+    return shape, model, spec, time.perf_counter() - started
+
+
+def _inputs(shape: Shape, spec):
+    """A seeded prompt within the vocabularies, and the step inputs at a position."""
+    vocab = min(shape.config["vocab_size"], shape.config.get("vocab_size_per_layer_input", 1e9))
+    prompt = np.random.default_rng(0).integers(3, vocab, shape.prompt).tolist()
+
+    def inputs_at(position: int, length: int) -> dict[str, np.ndarray]:
+        ids = np.array([prompt[:length]], np.int32)
+        return {"input_ids": ids, **spec.host_inputs(position, length)}
+
+    return inputs_at, prompt
+
+
+def bench_cell(shape_name: str, strategy: str, layout: str, workdir: str, repeats: int = 5) -> dict:
+    """Export and time one cell (run it in its own process: `run_isolated(bench_cell, ...)`)."""
+    from zoo.core.decode import Generator
+    from zoo.core.layout import default_layout
+
+    choice = default_layout() if layout == DEFAULT_LAYOUT else LAYOUTS[layout]
+    asset = os.path.join(workdir, f"{shape_name}-{strategy}-{layout.replace(' ', '-')}.aimodel")
+    shape, model, spec, export_s = _export(shape_name, strategy, choice, asset)
+    inputs_at, prompt = _inputs(shape, spec)
+
+    # torch eager first, then free the model: the runtime holds its own copy of the weights.
+    eager_prefill_s, eager_decode_s = _time_eager(model, spec, inputs_at, shape, repeats)
+    weight_bytes = decode_weight_bytes(model)
+    del model
+    gc.collect()
+
+    started = time.perf_counter()
+    generator = Generator(asset)
+    load_s = time.perf_counter() - started
+    # First token and latency against position for the default layout only: the other
+    # layouts are there to compare a decode step and a prefill chunk.
+    whole = layout == DEFAULT_LAYOUT
+    try:
+
+        def call_at(position: int, length: int):
+            function = generator.prefill_fn if length > 1 else generator.decode_fn
+            inputs = inputs_at(position, length)
+            return lambda: function(inputs, generator.states)
+
+        call_at(0, shape.chunk)()  # warm up both functions
+        call_at(shape.prompt, 1)()
+        prefill_s = median_seconds(call_at(0, shape.chunk), repeats)
+        decode_s = median_seconds(call_at(shape.prompt, 1), repeats)
+        latency = [
+            {
+                "context position": position,
+                "median ms per step": round(median_seconds(call_at(position, 1), repeats) * 1e3, 2),
+            }
+            for position in (shape.positions if whole else ())
+        ]
+        first_token_s = (
+            median_seconds(lambda: generator.generate(prompt, 1, stop_token_ids=[]), 3)
+            if whole
+            else None
+        )
+    finally:
+        generator.close()
+        shutil.rmtree(asset, ignore_errors=True)  # GBs at real shapes: one cell at a time
+
+    spread = [point["median ms per step"] for point in latency]
+    return {
+        "strategy": strategy,
+        "layout": layout,
+        "weights": spec.layout["weights"],
+        "keys": spec.layout["keys"],
+        "decode ms": round(decode_s * 1e3, 1),
+        "decode tok/s": round(1 / decode_s, 2),
+        "eager decode ms": round(eager_decode_s * 1e3, 1),
+        "runtime / eager": round(decode_s / eager_decode_s, 2),
+        "prefill tok/s": round(shape.chunk / prefill_s, 1),
+        "eager prefill tok/s": round(shape.chunk / eager_prefill_s, 1),
+        "first token ms": round(first_token_s * 1e3) if whole else None,
+        "load s": round(load_s, 1),
+        "export s": round(export_s),
+        "weights MB/token": round(weight_bytes / 1e6),
+        "latency spread": f"{max(spread) / min(spread) - 1:.0%}" if whole else None,
+        "latency": latency,
+    }
+
+
+def _eager_cores(model, spec, inputs: dict[str, np.ndarray]) -> float:
+    tensors = [torch.from_numpy(v) for v in inputs.values()]
+    states = [torch.zeros(s) for s in spec.state_shapes.values()]
+    with torch.no_grad():
+        model(*tensors, *states)  # warm up
+        return cores_busy(lambda: model(*tensors, *states))
+
+
+def profile_cell(shape_name: str, workdir: str) -> dict:
+    """Where a decode step and a prefill chunk spend their time, per runtime op (default
+    layout, first strategy), how many cores a decode step keeps busy on the runtime and in
+    torch eager, and the read bandwidth with one and with all threads. Run it in its own
+    process."""
+    from zoo.core.decode import Generator
+    from zoo.core.layout import default_layout
+    from zoo.lab.profile import profile_call
+
+    strategy = ALL_SHAPES[shape_name].strategies[0]
+    asset = os.path.join(workdir, f"{shape_name}-profile.aimodel")
+    shape, model, spec, _ = _export(shape_name, strategy, default_layout(), asset)
+    inputs_at, _ = _inputs(shape, spec)
+    eager_cores = _eager_cores(model, spec, inputs_at(shape.prompt, 1))
+    del model
+    gc.collect()
+    profiles = {
+        "strategy": strategy,
+        "layout": spec.layout,
+        "bandwidth": [
+            {"torch threads": threads or torch.get_num_threads(), "read GB/s": round(gbs, 1)}
+            for threads in (0, 1)
+            for gbs in [measure_read_bandwidth(threads=threads)]
+        ],
+    }
+    with Generator(asset) as generator:
+        decode = generator.decode_fn
+        step = inputs_at(shape.prompt, 1)
+        runtime_cores = cores_busy(lambda: decode(step, generator.states))
+        profiles["cores"] = [
+            {"decode step on": "Core AI runtime", "cores busy": round(runtime_cores, 2)},
+            {"decode step on": "torch eager", "cores busy": round(eager_cores, 2)},
+        ]
+        for name, position, length in (("decode", shape.prompt, 1), ("prefill", 0, shape.chunk)):
+            inputs = inputs_at(position, length)
+            profiles[name] = profile_call(generator.model, name, inputs, generator.states)
+    shutil.rmtree(asset, ignore_errors=True)
+    return profiles

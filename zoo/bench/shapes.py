@@ -1,0 +1,166 @@
+"""The shapes the bench runs: data (widths as published), and the decoder of a shape with
+random weights. Tiny shapes run the same code in seconds (the tests run them)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from zoo.core.entry import get_entry
+
+
+@dataclass(frozen=True)
+class Shape:
+    """A decoder shape to bench: the model entry, its config, and what was reduced (why)."""
+
+    model: str  # "gemma4" | "qwen3_5"
+    config: dict
+    note: str = ""
+    capacity: int = 2048
+    chunk: int = 8
+    prompt: int = 64
+    strategies: tuple[str, ...] = ("runtime-index", "input-mask-blend")
+    positions: tuple[int, ...] = (1, 2, 16, 128, 512, 1024, 1536, 2047)
+
+
+# Widths as in the published config.json files (this machine has no hub access to re-read
+# them); layer counts as published unless memory forces fewer, said in `note`.
+SHAPES: dict[str, Shape] = {
+    "qwen3_5-0.8b": Shape(
+        "qwen3_5",
+        dict(
+            vocab_size=248_320,
+            hidden_size=1024,
+            intermediate_size=3584,
+            num_hidden_layers=24,
+            num_attention_heads=8,
+            num_key_value_heads=2,
+            head_dim=256,
+            linear_num_key_heads=16,
+            linear_num_value_heads=16,
+            linear_key_head_dim=128,
+            linear_value_head_dim=128,
+            tie_word_embeddings=True,
+        ),
+        note="",  # all 24 layers (18 GatedDeltaNet, 6 attention), tied head
+    ),
+    "gemma4-e2b": Shape(
+        "gemma4",
+        dict(
+            vocab_size=262_144,
+            hidden_size=1536,
+            intermediate_size=6144,
+            num_hidden_layers=15,
+            num_attention_heads=8,
+            num_key_value_heads=1,
+            head_dim=256,
+            per_layer_config={i: {"head_dim": 512} for i in (4, 9, 14)},
+            layer_types=(["sliding_attention"] * 4 + ["full_attention"]) * 3,
+            sliding_window=512,
+            num_kv_shared_layers=9,
+            use_double_wide_mlp=True,
+            hidden_size_per_layer_input=256,
+            vocab_size_per_layer_input=32_768,
+            final_logit_softcapping=30.0,
+            tie_word_embeddings=True,
+        ),
+        note=(
+            "15 of 35 layers (9 of them reuse KV, as 20 of 35 do), and a per-layer-embedding "
+            "table of 32,768 rows instead of 262,144: at fp32 the full model is ~20 GB and "
+            "export needs a multiple of that (this machine has 24 GB). The PLE table is a "
+            "row lookup, so its row count changes the asset size, not the work per token"
+        ),
+    ),
+}
+
+# Tiny shapes: the same code path in seconds (the tests run them).
+TINY: dict[str, Shape] = {
+    "qwen3_5-tiny": Shape(
+        "qwen3_5",
+        dict(
+            vocab_size=256,
+            hidden_size=64,
+            intermediate_size=128,
+            num_hidden_layers=4,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            head_dim=16,
+            linear_num_key_heads=2,
+            linear_num_value_heads=4,
+            linear_key_head_dim=8,
+            linear_value_head_dim=8,
+            tie_word_embeddings=True,
+        ),
+        capacity=64,
+        chunk=4,
+        prompt=8,
+        strategies=("runtime-index",),
+        positions=(1, 2, 32, 63),
+    ),
+    "gemma4-tiny": Shape(
+        "gemma4",
+        dict(
+            vocab_size=256,
+            hidden_size=64,
+            intermediate_size=128,
+            num_hidden_layers=5,
+            num_attention_heads=4,
+            num_key_value_heads=1,
+            head_dim=16,
+            per_layer_config={1: {"head_dim": 32}, 4: {"head_dim": 32}},
+            layer_types=["sliding_attention", "full_attention", *["sliding_attention"] * 2]
+            + ["full_attention"],
+            sliding_window=8,
+            num_kv_shared_layers=2,
+            use_double_wide_mlp=True,
+            hidden_size_per_layer_input=8,
+            vocab_size_per_layer_input=256,
+            final_logit_softcapping=30.0,
+        ),
+        capacity=64,
+        chunk=4,
+        prompt=8,
+        strategies=("runtime-index",),
+        positions=(1, 2, 32, 63),
+    ),
+}
+
+ALL_SHAPES: dict[str, Shape] = {**SHAPES, **TINY}
+
+# The layouts a bench compares (zoo.core.layout): as authored, then one change at a time.
+LAYOUTS = {
+    "as authored": {"weights": "linear", "keys": "bhtd"},
+    "transposed weights": {"weights": "transposed", "keys": "bhtd"},
+    "transposed weights + keys": {"weights": "transposed", "keys": "bhdt"},
+    "blocked MLP + keys": {"weights": "blocked", "keys": "bhdt"},
+}
+DEFAULT_LAYOUT = "default"  # this platform's `zoo.core.layout.default_layout()`
+
+
+def build_decoder(shape: Shape, strategy: str, seed: int = 0) -> torch.nn.Module:
+    """The shape's decoder with random weights (std 0.02), as loaded: layout as authored."""
+    torch.manual_seed(seed)
+    model = get_entry(shape.model).build(shape.config, strategy, shape.capacity)
+    with torch.no_grad():
+        for parameter in model.parameters():
+            if parameter.dim() >= 2:
+                parameter.normal_(0.0, 0.02)
+    return model.eval()
+
+
+def decode_weight_bytes(model: torch.nn.Module) -> int:
+    """Bytes of weights one decode step reads: all of them, but one row per embedding table.
+
+    A head tied to the embedding (`lm_head is None`) reads the whole table.
+    """
+    total = 0
+    for module in model.modules():
+        for parameter in module.parameters(recurse=False):
+            if isinstance(module, torch.nn.Embedding):
+                total += parameter[0].nbytes
+            else:
+                total += parameter.nbytes
+    if getattr(model, "lm_head", False) is None:
+        total += model.embed_tokens.weight.nbytes
+    return total

@@ -1,0 +1,157 @@
+"""Zoo entries: what makes a decoder a zoo model, registered once per model package.
+
+A model package holds a config dataclass (`config.py`, reading config.json through
+`zoo.core.checkpoint.DecoderConfig`), the decoder (`model.py`, one file read top to bottom)
+and one `register(ModelEntry(...))` in its `__init__.py`. Everything else (loading a
+checkpoint directory, export, the command line, tiny checkpoints for the tests and recipes,
+the transformers reference, the bench) is generic and looks the entry up by name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from torch import nn
+
+from zoo.core.checkpoint import build_and_load
+
+# Where transformers puts a text decoder's tensors: text-only, then multimodal layouts.
+TEXT_PREFIXES = ("model.language_model.", "model.")
+
+
+@dataclass(frozen=True)
+class TinyCheckpoint:
+    """How the tests build a random-weight checkpoint of an entry with transformers: the
+    text config, named variants of it (the first is the default), the other configs of the
+    multimodal layout (a small vision tower), and parameter names to jitter (ones
+    transformers initialises to constants)."""
+
+    text: dict
+    variants: dict[str, dict] = field(default_factory=lambda: {"default": {}})
+    towers: dict = field(default_factory=dict)  # e.g. {"vision_config": {...}}
+    jitter: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ModelEntry:
+    name: str  # the package (`zoo.NAME`), the CLI, the `model` of an asset's DecodeSpec
+    title: str  # "Gemma 4": how pages and messages name it
+    config: type  # a DecoderConfig dataclass
+    model: Callable[..., nn.Module]  # (config, strategy, capacity, **options) -> decoder
+    # transformers classes of the reference: text-only (Auto) and the multimodal wrapper
+    text_config_class: str
+    multimodal_config_class: str
+    multimodal_class: str
+    tiny: TinyCheckpoint
+    towers: tuple[str, ...] = ()  # checkpoint names (after the prefix) of other modalities
+    # our names a checkpoint may carry that the decoder does not use (beyond a tied head)
+    unused_weights: Callable[[object], list[str]] = lambda config: []
+
+    # -- checkpoints -------------------------------------------------------------------
+    def checkpoint_name(self, key: str) -> str | None:
+        """Our parameter name for a checkpoint tensor, or None to skip it (vision or audio
+        towers, multi-token-prediction heads)."""
+        if key == "lm_head.weight":
+            return key
+        for prefix in TEXT_PREFIXES:
+            if key.startswith(prefix):
+                name = key[len(prefix) :]
+                return None if name.startswith(self.towers) else name
+        return None
+
+    def load(
+        self,
+        directory: str | Path,
+        strategy="runtime-index",
+        capacity: int = 256,
+        **options,
+    ) -> nn.Module:
+        """A ready-to-export decoder (eval mode, float32) with the checkpoint's weights."""
+        from zoo.core.decode import check_capacity
+        from zoo.core.kv import get_strategy
+
+        config = self.config.from_checkpoint(directory)
+        check_capacity(capacity)
+        strategy = get_strategy(strategy) if isinstance(strategy, str) else strategy
+        ignored = list(self.unused_weights(config))
+        if config.tie_word_embeddings:
+            ignored.append("lm_head.")
+        model = build_and_load(
+            lambda: self.model(config, strategy, capacity, **options),
+            directory,
+            self.checkpoint_name,
+            ignored,
+        )
+        return model.eval()
+
+    def build(self, config: dict, strategy: str, capacity: int, **options) -> nn.Module:
+        """The decoder of a config given as a dict of config.json fields (random init)."""
+        from zoo.core.kv import get_strategy
+
+        return self.model(self.config(**config), get_strategy(strategy), capacity, **options)
+
+    # -- tests and recipes ---------------------------------------------------------------
+    def make_tiny_checkpoint(
+        self,
+        directory: str | Path,
+        variant: str | None = None,
+        seed: int = 0,
+        multimodal: bool = False,
+        **text,
+    ) -> Path:
+        """A random-weight checkpoint written by transformers' `save_pretrained` (config.json,
+        model.safetensors, tokenizer.json): the code that loads it loads a released one.
+        `text` overrides fields of the tiny text config (e.g. `num_hidden_layers=8`)."""
+        from zoo.core.reference import write_tiny_checkpoint
+
+        variant = variant or next(iter(self.tiny.variants))
+        if variant not in self.tiny.variants:
+            raise ValueError(
+                f"no tiny {self.title} variant {variant!r}: {list(self.tiny.variants)}"
+            )
+        config = {**self.tiny.text, **self.tiny.variants[variant], **text}
+        return write_tiny_checkpoint(self, Path(directory), config, seed, multimodal)
+
+    def reference_model(self, directory: str | Path):
+        """transformers' model of a checkpoint directory, for parity checks."""
+        from zoo.core.reference import load_reference
+
+        return load_reference(directory, self.config.MULTIMODAL_TYPE, self.multimodal_class)
+
+
+ENTRIES: dict[str, ModelEntry] = {}
+
+
+def register(entry: ModelEntry) -> ModelEntry:
+    ENTRIES[entry.name] = entry
+    return entry
+
+
+def get_entry(name: str) -> ModelEntry:
+    """The entry of `zoo.NAME` (importing the package registers it)."""
+    import importlib
+
+    if name not in ENTRIES:
+        try:
+            importlib.import_module(f"zoo.{name}")
+        except ModuleNotFoundError:
+            pass
+    if name not in ENTRIES:
+        raise ValueError(f"no zoo model {name!r}; the zoo has {list(all_entries())}")
+    return ENTRIES[name]
+
+
+def all_entries() -> dict[str, ModelEntry]:
+    """Every zoo model: each package under `zoo/` with a `model.py` registers itself on
+    import, so a new model needs no list to be edited."""
+    import importlib
+    import pkgutil
+
+    import zoo
+
+    for module in pkgutil.iter_modules(zoo.__path__):
+        if module.ispkg and (Path(module.module_finder.path) / module.name / "model.py").exists():
+            importlib.import_module(f"zoo.{module.name}")
+    return dict(sorted(ENTRIES.items()))
