@@ -16,13 +16,14 @@ $(STAMP): pyproject.toml
 	@touch $(STAMP)
 
 ## serve: execute every page, then build (strict) and serve the site on $(ADDR)
+# Recipes run once into .cache/recipes (keyed by the code): the build reuses the pages' runs.
 serve: $(STAMP)
-	$(BIN)/python -m pytest tests/test_pages.py -q
-	$(BIN)/mkdocs serve --strict --dev-addr $(ADDR)
+	ZOO_RECIPE_RUNS=$(CURDIR)/.cache/recipes $(BIN)/python -m pytest tests/test_pages.py -q
+	ZOO_RECIPE_RUNS=$(CURDIR)/.cache/recipes $(BIN)/mkdocs serve --strict --dev-addr $(ADDR)
 
-## build: strict build into site/ (pages are executed by `make test`)
+## build: strict build into site/ (runs each recipe once, or reuses .cache/recipes)
 build: $(STAMP)
-	$(BIN)/mkdocs build --strict
+	ZOO_RECIPE_RUNS=$(CURDIR)/.cache/recipes $(BIN)/mkdocs build --strict
 
 ## browser: Debian's chromium for the built-site check (installed when missing)
 browser:
@@ -56,4 +57,4 @@ bench: $(STAMP)
 	$(BIN)/python -m zoo.bench.compression qwen3_5-0.8b --record $(or $(RECORDS),docs/records)
 
 clean:
-	rm -rf site .pytest_cache
+	rm -rf site .pytest_cache .cache

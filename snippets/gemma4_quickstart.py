@@ -63,23 +63,6 @@ for row in state_table:
     print(row)
 # --8<-- [end:states]
 
-# --8<-- [start:cli]
-from zoo.core.cli import (
-    run_command as run,
-)  # runs a command line, like a shell
-
-run(
-    "python -m zoo.gemma4 export tiny-gemma4 tiny-cli.aimodel"
-    " --strategy input-mask-blend --context 64 --chunk 4 --overwrite"
-)
-text = run(
-    "python -m zoo.gemma4 generate tiny-cli.aimodel"
-    " --prompt 'w2 w17 w33 w91' --max-new-tokens 8"
-)
-print(text)
-assert len(text.split()) == 8
-# --8<-- [end:cli]
-
 import sys
 
 if __name__ == "__main__" and "--record" in sys.argv:

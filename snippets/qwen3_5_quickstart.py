@@ -68,23 +68,6 @@ assert "coreai.while" not in graphs["decode"]
 print({name: text.count("coreai.while") for name, text in graphs.items()})
 # --8<-- [end:loops]
 
-# --8<-- [start:cli]
-from zoo.core.cli import (
-    run_command as run,
-)  # runs a command line, like a shell
-
-run(
-    "python -m zoo.qwen3_5 export tiny-qwen3_5 tiny-qwen3_5-cli.aimodel"
-    " --context 64 --chunk 4 --overwrite"
-)
-print(
-    run(
-        "python -m zoo.qwen3_5 generate tiny-qwen3_5-cli.aimodel"
-        " --prompt 'w2 w17 w33 w91' --max-new-tokens 8"
-    )
-)
-# --8<-- [end:cli]
-
 
 def parity_rows() -> list[dict]:
     """Both KV strategies on the 4- and 8-layer tiny checkpoints."""

@@ -73,6 +73,9 @@ if __name__ == "__main__":
     print(
         f"index_put write: {outcome.summary()} after {outcome.seconds:.1f} s"
     )
+    assert outcome.status == "crashed" and outcome.signal == "SIGILL", (
+        outcome.summary()
+    )
     # --8<-- [end:isolate]
 
     import sys

@@ -217,9 +217,14 @@ if __name__ == "__main__":
     import sys
 
     if "--matrix" in sys.argv or "--record" in sys.argv:
+        # --8<-- [start:check]
         rows = run_matrix()
         for row in rows:
-            print(row)
+            print(
+                f"NDELTA={row['NDELTA']} {row['context']:<8} {row['outcome']}"
+            )
+        assert all(row["outcome"] == "ran exact" for row in rows), rows
+        # --8<-- [end:check]
         if "--record" in sys.argv:
             from zoo.site.records import write_record
 

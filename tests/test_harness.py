@@ -12,12 +12,23 @@ import math
 
 radius = 2.0
 area = math.pi * radius**2
+print(f"area {area:.2f}")
 # --8<-- [end:ok]
 
 # --8<-- [start:broken]
 ratio = area / 0
 # --8<-- [end:broken]
 """
+RECIPE = (
+    SNIPPET.split("# --8<-- [start:broken]")[0]
+    + """\
+# --8<-- [start:second]
+with open("circle.txt", "w") as out:
+    out.write(str(radius))
+print("wrote circle.txt")
+# --8<-- [end:second]
+"""
+)
 
 
 def page_with(*blocks: str) -> str:
@@ -29,20 +40,35 @@ def fence(body: str, header: str = "python") -> str:
 
 
 def render(make_site, text: str, snippets=None):
-    config = site_config(make_site({"p.md": text}, snippets or {"s.py": SNIPPET}))
+    config = site_config(make_site({"p.md": text}, snippets or {"s.py": SNIPPET, "r.py": RECIPE}))
     return render_page("p.md", config)
 
 
-def test_blocks_run_in_order_in_one_namespace(make_site):
+def test_included_sections_are_checked_against_one_run_and_inline_blocks_share_a_namespace(
+    make_site,
+):
     rendered = render(
         make_site,
         page_with(
-            fence('--8<-- "snippets/s.py:ok"'),
-            fence("assert round(area, 2) == 12.57"),
+            fence('--8<-- "snippets/r.py:ok"'),
+            fence('--8<-- "snippets/r.py:second"'),
+            fence("x = 2"),
+            fence("assert x == 2"),
         ),
     )
-    assert [b.include for b in rendered.blocks] == ["snippets/s.py:ok", None]
-    assert execute_page(rendered)["executed"] == 2
+    assert [b.include for b in rendered.blocks] == ["snippets/r.py:ok", "snippets/r.py:second"] + [
+        None
+    ] * 2
+    assert execute_page(rendered)["executed"] == 4
+
+
+def test_sections_out_of_file_order_are_refused(make_site):
+    rendered = render(
+        make_site,
+        page_with(fence('--8<-- "snippets/r.py:second"'), fence('--8<-- "snippets/r.py:ok"')),
+    )
+    with pytest.raises(PageError, match=r"docs/p.md, block 1, .*out of file order"):
+        execute_page(rendered)
 
 
 def test_failing_included_code_names_page_block_line_and_snippet(make_site):
@@ -53,8 +79,35 @@ def test_failing_included_code_names_page_block_line_and_snippet(make_site):
     with pytest.raises(PageError) as error:
         execute_page(rendered)
     message = str(error.value)
-    assert message.startswith("docs/p.md, block 2, line 9 (snippets/s.py:broken): ZeroDivision")
-    assert 's.py", line 9' in message  # the traceback points into the snippet file
+    assert message.startswith("docs/p.md, block 2, line 9 (snippets/s.py:broken): failed: Zero")
+    assert 's.py", line 10' in message  # the traceback points into the snippet file
+
+
+def test_command_blocks_run_in_the_directory_their_recipe_left(make_site):
+    ok = fence("cat circle.txt && python -c 'print(6 * 7)'", 'bash {run="snippets/r.py"}')
+    rendered = render(make_site, page_with(ok))
+    assert execute_page(rendered)["executed"] == 1
+    failing = fence("cat no-such-file", 'bash {run="snippets/r.py"}')
+    with pytest.raises(PageError, match=r"docs/p.md, block 1, line 5: .*exited with 1"):
+        execute_page(render(make_site, page_with(failing)))
+
+
+def test_command_blocks_run_or_say_why_not(make_site):
+    rendered = render(make_site, page_with(fence("make serve", "bash")))
+    assert len(rendered.problems) == 1 and "runs after a recipe" in rendered.problems[0]
+
+
+def test_the_build_shows_what_each_block_printed(make_site, tmp_path):
+    page = page_with(
+        fence('--8<-- "snippets/r.py:ok"'),
+        fence("cat circle.txt", 'bash {run="snippets/r.py"}'),
+    )
+    config = make_site({"p.md": page}, {"r.py": RECIPE})
+    build = build_site(config, tmp_path / "site")
+    assert build.returncode == 0, build.stderr
+    html = (tmp_path / "site" / "p" / "index.html").read_text()
+    assert html.count(">Output</span>") == 2, html
+    assert "area 12.57" in html and "2.0" in html
 
 
 def test_failing_page_code_points_at_the_page_line(make_site):
@@ -111,7 +164,8 @@ def test_skip_with_reason_is_not_executed(make_site):
 
 
 def test_other_languages_are_not_executed(make_site):
-    rendered = render(make_site, page_with(fence("rm -rf /", "bash"), fence("x", "text")))
+    skipped = 'bash {test="skip" reason="not on this machine"}'
+    rendered = render(make_site, page_with(fence("rm -rf /", skipped), fence("x", "text")))
     assert [b.language for b in rendered.blocks] == ["bash", "text"]
     assert execute_page(rendered) == {"executed": 0}
 

@@ -130,3 +130,22 @@ def test_markers_keep_their_block_indentation_and_must_start_a_line(tmp_path):
     assert len(table_lines) == 3 and all(line.startswith("    |") for line in table_lines)
     with pytest.raises(PluginError, match="must start its own line"):
         on_page_markdown("See <!-- zoo:table bench-x cells -->\n", _Page, config, None)
+
+
+def test_library_source_is_shown_by_name_verbatim(tmp_path):
+    import inspect
+    import textwrap
+
+    from mkdocs.exceptions import PluginError
+
+    from zoo.gemma4.model import Attention
+    from zoo.site.hooks import on_page_markdown
+
+    config = {"docs_dir": str(tmp_path)}
+    page = "<!-- zoo:source zoo.gemma4.model.Attention.forward -->\n"
+    rendered = on_page_markdown(page, _Page, config, None)
+    assert rendered.startswith('```python title="zoo/gemma4/model.py · Attention.forward"\n')
+    assert textwrap.dedent(inspect.getsource(Attention.forward)).strip() in rendered
+    for wrong in ("zoo.gemma4.model.Attention.backward", "zoo.nowhere.thing"):
+        with pytest.raises(PluginError, match="zoo:source"):
+            on_page_markdown(f"<!-- zoo:source {wrong} -->\n", _Page, config, None)

@@ -1,4 +1,7 @@
-"""Every recipe in snippets/ runs as a reader runs it; records it makes match the committed ones."""
+"""Every recipe in snippets/ runs as a reader runs it; records it makes match the committed ones.
+
+Each recipe runs once per test session (`zoo.site.recipes.run_recipe`): the pages that show
+it and the build reuse the same run."""
 
 from __future__ import annotations
 
@@ -6,8 +9,8 @@ import json
 
 import pytest
 
-from zoo.lab.isolate import run_script
 from zoo.site.harness import ROOT
+from zoo.site.recipes import run_recipe
 from zoo.site.records import GENERATORS, RECORDS_DIR
 
 SNIPPETS = sorted((ROOT / "snippets").glob("*.py"))
@@ -79,12 +82,11 @@ def compare_records(name: str, fresh: dict, committed: dict) -> None:
 
 
 @pytest.mark.parametrize("snippet", SNIPPETS, ids=lambda p: p.name)
-def test_snippet_runs(snippet, tmp_path):
+def test_snippet_runs(snippet):
     relative = f"snippets/{snippet.name}"
-    args = ["--record", str(tmp_path / "records")] if relative in RECORDS_OF else []
-    outcome = run_script(snippet, args, cwd=tmp_path, timeout=600)
-    assert outcome.ok, f"python {relative}: {outcome.summary()}\n{outcome.stderr_tail}"
+    run = run_recipe(relative)
+    assert run.ok, f"python {relative}: {run.summary()}\n{run.traceback}\n{run.stderr_tail}"
     for name in RECORDS_OF.get(relative, []):
-        fresh = json.loads((tmp_path / "records" / f"{name}.json").read_text())
+        fresh = json.loads((run.records / f"{name}.json").read_text())
         committed = json.loads((RECORDS_DIR / f"{name}.json").read_text())
         compare_records(name, fresh, committed)

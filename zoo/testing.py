@@ -135,6 +135,8 @@ def pytest_configure(config) -> None:
     if CACHE_ENV not in os.environ:
         os.environ[CACHE_ENV] = tempfile.mkdtemp(prefix="zoo-results-")
         config._zoo_cache_owner = True
+    # recipes run once per session, shared by pages, the build and tests/test_snippets.py
+    os.environ.setdefault("ZOO_RECIPE_RUNS", os.path.join(os.environ[CACHE_ENV], "recipes"))
 
 
 def pytest_unconfigure(config) -> None:

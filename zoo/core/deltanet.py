@@ -27,7 +27,6 @@ def _l2norm(x: torch.Tensor) -> torch.Tensor:
     return x * torch.rsqrt((x * x).sum(dim=-1, keepdim=True) + 1e-6)
 
 
-# --8<-- [start:step]
 def gated_delta_step(q, k, v, g, beta, state) -> tuple[torch.Tensor, torch.Tensor]:
     """One token of the gated delta rule, loop-free (T must be 1)."""
     q = _l2norm(q.float()) * q.shape[-1] ** -0.5  # [B, H, 1, Dk]
@@ -38,9 +37,6 @@ def gated_delta_step(q, k, v, g, beta, state) -> tuple[torch.Tensor, torch.Tenso
     state = state + k.transpose(2, 3) @ delta  # rank-1 update: [B, H, Dk, Dv]
     out = q @ state  # [B, H, 1, Dv]
     return out.transpose(1, 2), state
-
-
-# --8<-- [end:step]
 
 
 class GatedDeltaRule(nn.Module):

@@ -111,7 +111,6 @@ class KVStrategy:
         return None
 
 
-# --8<-- [start:runtime-index]
 @dataclass(frozen=True)
 class RuntimeIndexSliceWrite(KVStrategy):
     """`cache[:, :, p:p+1] = column` at `p = in_step.item()`: Apple's fixed-shape recipe."""
@@ -140,10 +139,6 @@ class RuntimeIndexSliceWrite(KVStrategy):
         }
 
 
-# --8<-- [end:runtime-index]
-
-
-# --8<-- [start:input-mask-blend]
 @dataclass(frozen=True)
 class InputMaskBlend(KVStrategy):
     """`cache = cache * (1 - m) + column * m` with a one-hot `write_mask` from the host.
@@ -178,9 +173,6 @@ class InputMaskBlend(KVStrategy):
             "write_mask": rows[0] if length == 1 else rows,
             "attn_mask": causal_mask(chunk_rows(position, capacity, length)),
         }
-
-
-# --8<-- [end:input-mask-blend]
 
 
 # The strategies a zoo decoder exports with. The isolation cells behind the gotcha pages

@@ -127,7 +127,6 @@ class BlockedGatedMLP(nn.Module):
         return out
 
 
-# --8<-- [start:apply]
 def apply_layout(model: nn.Module, weights: str = "auto", keys: str = "auto") -> dict[str, str]:
     """Re-store a zoo model's weights and key caches in a layout, in place; returns it.
 
@@ -152,9 +151,6 @@ def apply_layout(model: nn.Module, weights: str = "auto", keys: str = "auto") ->
             if hasattr(module, "keys_transposed"):
                 module.keys_transposed = True
     return layout
-
-
-# --8<-- [end:apply]
 
 
 def layout_of(model: nn.Module) -> dict[str, str]:

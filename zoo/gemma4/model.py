@@ -34,7 +34,6 @@ from zoo.core.layout import transposed_keys
 from zoo.gemma4.config import Gemma4Config
 
 
-# --8<-- [start:rmsnorm]
 class RMSNorm(nn.Module):
     def __init__(self, dim: int, eps: float, with_scale: bool = True) -> None:
         super().__init__()
@@ -46,10 +45,6 @@ class RMSNorm(nn.Module):
         return x * self.weight if self.weight is not None else x
 
 
-# --8<-- [end:rmsnorm]
-
-
-# --8<-- [start:rope]
 def rope_frequencies(config: Gemma4Config, layer: int) -> torch.Tensor:
     """Inverse frequencies `[head_dim / 2]` of a layer (zeros where proportional RoPE stops)."""
     head_dim = config.layer_head_dim(layer)
@@ -67,9 +62,6 @@ def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tenso
     half = x.shape[-1] // 2
     rotated_half = torch.cat([-x[..., half:], x[..., :half]], dim=-1)
     return x * cos.unsqueeze(2) + rotated_half * sin.unsqueeze(2)
-
-
-# --8<-- [end:rope]
 
 
 class Attention(nn.Module):
@@ -95,7 +87,6 @@ class Attention(nn.Module):
         self.o_proj = nn.Linear(self.heads * self.head_dim, hidden, bias=False)
         self.register_buffer("inv_freq", rope_frequencies(config, layer), persistent=False)
 
-    # --8<-- [start:attention]
     def forward(self, x, positions, mask, step, caches: dict) -> torch.Tensor:
         batch, length, _ = x.shape
         freqs = positions[..., None].float() * self.inv_freq
@@ -115,9 +106,6 @@ class Attention(nn.Module):
             values = self.strategy.write(v_cache, v, step)
         out = attend(q, keys, values, mask, scale=1.0, keys_transposed=self.keys_transposed)
         return self.o_proj(out.transpose(1, 2).reshape(batch, length, -1))
-
-
-# --8<-- [end:attention]
 
 
 def gelu_tanh(x: torch.Tensor) -> torch.Tensor:
@@ -144,7 +132,6 @@ class DecoderLayer(nn.Module):
             self.post_per_layer_input_norm = RMSNorm(hidden, eps)
         self.register_buffer("layer_scalar", torch.ones(1))
 
-    # --8<-- [start:layer]
     def forward(self, h, per_layer_input, positions, masks, step, caches) -> torch.Tensor:
         mask = masks["sliding"] if self.sliding else masks["full"]
         attended = self.self_attn(self.input_layernorm(h), positions, mask, step, caches)
@@ -154,9 +141,6 @@ class DecoderLayer(nn.Module):
             gate = gelu_tanh(self.per_layer_input_gate(h)) * per_layer_input
             h = h + self.post_per_layer_input_norm(self.per_layer_projection(gate))
         return h * self.layer_scalar
-
-
-# --8<-- [end:layer]
 
 
 class Gemma4(nn.Module):
@@ -211,7 +195,6 @@ class Gemma4(nn.Module):
                 shapes[f"v_cache_{i}"] = shape
         return shapes
 
-    # --8<-- [start:ple]
     def per_layer_inputs(self, input_ids: torch.Tensor, embeds: torch.Tensor) -> torch.Tensor:
         """PLE: a token-identity embedding plus a projection of the context embedding."""
         batch, length = input_ids.shape
@@ -220,8 +203,6 @@ class Gemma4(nn.Module):
         context = self.per_layer_model_projection(embeds) * self.config.hidden_size**-0.5
         context = self.per_layer_projection_norm(context.reshape(shape))
         return (context + identity.reshape(shape)) * 2**-0.5
-
-    # --8<-- [end:ple]
 
     def forward(
         self,
@@ -240,7 +221,6 @@ class Gemma4(nn.Module):
         for i, layer in enumerate(self.layers):
             layer_input = per_layer[:, :, i] if per_layer is not None else None
             h = layer(h, layer_input, positions, masks, step, caches)
-        # --8<-- [start:softcap]
         if last_row_only:  # prefill: only the logits after the chunk's last token are read
             h = h[:, -1:]
         h = self.norm(h)
@@ -250,5 +230,4 @@ class Gemma4(nn.Module):
         if self.config.final_logit_softcapping:
             cap = self.config.final_logit_softcapping
             logits = torch.tanh(logits / cap) * cap
-        # --8<-- [end:softcap]
         return logits

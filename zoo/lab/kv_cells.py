@@ -23,7 +23,6 @@ def _slice_write(cache: torch.Tensor, column: torch.Tensor, position) -> None:
     cache[:, :, position : position + 1, :] = column
 
 
-# --8<-- [start:ring-buffer]
 @dataclass(frozen=True)
 class RingBufferWrite(RuntimeIndexSliceWrite):
     """A sliding window of `window` slots: write at `p % window`, attend to filled slots.
@@ -51,10 +50,6 @@ class RingBufferWrite(RuntimeIndexSliceWrite):
         return 2**31 - 1  # a ring never fills up
 
 
-# --8<-- [end:ring-buffer]
-
-
-# --8<-- [start:shape-symint]
 @dataclass(frozen=True)
 class ShapeSymintWrite(KVStrategy):
     """The write position comes from a shape: `position_ids.shape[-1] - 1` (dynamic).
@@ -86,10 +81,6 @@ class ShapeSymintWrite(KVStrategy):
         return {"position_ids": {1: torch.export.Dim("context", min=1, max=capacity - 1)}}
 
 
-# --8<-- [end:shape-symint]
-
-
-# --8<-- [start:host-cache]
 @dataclass(frozen=True)
 class HostCache(KVStrategy):
     """No state: past K/V come in as inputs, the new column goes out, the host stores it.
@@ -117,10 +108,6 @@ class HostCache(KVStrategy):
         cache[:, :, position : position + 1, :] = column
 
 
-# --8<-- [end:host-cache]
-
-
-# --8<-- [start:in-graph-one-hot]
 @dataclass(frozen=True)
 class InGraphOneHotBlend(KVStrategy):
     """The same blend, with the one-hot built in-graph: `arange(C) == in_step`."""
@@ -134,9 +121,6 @@ class InGraphOneHotBlend(KVStrategy):
         mask = (columns == step["in_step"]).to(cache.dtype).reshape(1, 1, -1, 1)
         cache.copy_(cache * (1 - mask) + column * mask)
         return cache
-
-
-# --8<-- [end:in-graph-one-hot]
 
 
 @dataclass(frozen=True)
@@ -159,7 +143,6 @@ class ConstantMaskBlend(KVStrategy):
         return {"attn_mask": causal_mask(np.arange(capacity) == 0)}
 
 
-# --8<-- [start:shift-append]
 @dataclass(frozen=True)
 class ShiftAppend(KVStrategy):
     """`cache = cat(cache[1:], column)`: the newest token is always the last column."""
@@ -180,10 +163,6 @@ class ShiftAppend(KVStrategy):
         return 2**31 - 1  # old tokens fall off the front: a sliding window of `capacity`
 
 
-# --8<-- [end:shift-append]
-
-
-# --8<-- [start:packed-slot]
 @dataclass(frozen=True)
 class PackedSlotBlend(InputMaskBlend):
     """Input-mask blend into slot `slot` (fixed at export) of a `[slots, 1, H, C, D]` state.
@@ -213,9 +192,6 @@ class PackedSlotBlend(InputMaskBlend):
 
     def cache_shape(self, kv_heads, capacity, head_dim):
         return (self.slots, 1, kv_heads, capacity, head_dim)
-
-
-# --8<-- [end:packed-slot]
 
 
 @dataclass(frozen=True)

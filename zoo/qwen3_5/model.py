@@ -32,7 +32,6 @@ from zoo.core.layout import transposed_keys
 from zoo.qwen3_5.config import Qwen3_5Config
 
 
-# --8<-- [start:norms]
 class RMSNorm(nn.Module):
     """`x * rsqrt(mean(x^2) + eps) * (1 + w)`."""
 
@@ -58,10 +57,6 @@ class GatedRMSNorm(nn.Module):
         return self.weight * x * F.silu(gate)
 
 
-# --8<-- [end:norms]
-
-
-# --8<-- [start:deltanet]
 class GatedDeltaNet(nn.Module):
     def __init__(self, config: Qwen3_5Config, one_step_decode: bool = True) -> None:
         super().__init__()
@@ -108,10 +103,6 @@ class GatedDeltaNet(nn.Module):
         return self.out_proj(out.reshape(batch, length, -1))
 
 
-# --8<-- [end:deltanet]
-
-
-# --8<-- [start:attention]
 class Attention(nn.Module):
     def __init__(self, config: Qwen3_5Config, strategy: KVStrategy) -> None:
         super().__init__()
@@ -153,9 +144,6 @@ class Attention(nn.Module):
         out = attend(q, keys, values, step["attn_mask"], keys_transposed=self.keys_transposed)
         out = out.transpose(1, 2).reshape(batch, length, -1)
         return self.o_proj(out * torch.sigmoid(gate.reshape(batch, length, -1)))
-
-
-# --8<-- [end:attention]
 
 
 class DecoderLayer(nn.Module):

@@ -25,8 +25,11 @@ from pathlib import Path
 import markdown
 from mkdocs.config import load_config
 
+from zoo.site.recipes import RecipeError, read_sections, run_commands, run_recipe
+
 ROOT = Path(__file__).resolve().parents[2]
 PYTHON_LANGUAGES = {"python", "py", "python3"}
+SHELL_LANGUAGES = {"bash", "sh", "console"}
 FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})(?P<header>.*)$")
 INCLUDE = re.compile(r"""^\s*--8<--\s+["'](?P<path>[^"':]+)(?::(?P<section>[\w-]+))?["']\s*$""")
 
@@ -43,13 +46,19 @@ class Block:
     language: str
     source: str  # after snippet expansion, as the reader sees it
     attrs: dict = field(default_factory=dict)
-    include: str | None = None  # "snippets/x.py:section" when the block is one include
+    include: str | None = None  # "snippets/x.py:section[,section...]": includes only
+    # (recipe as written, recipe file, section) of each include line of such a block
+    includes: list[tuple[str, str, str]] = field(default_factory=list)
     filename: str = ""  # what tracebacks name
     first_lineno: int = 1
 
     @property
     def is_python(self) -> bool:
         return self.language in PYTHON_LANGUAGES
+
+    @property
+    def is_shell(self) -> bool:
+        return self.language in SHELL_LANGUAGES
 
     @property
     def skipped(self) -> bool:
@@ -166,7 +175,14 @@ def render_page(page: str, config=None) -> RenderedPage:
             attrs=dict(match["attrs"]),
         )
         _locate_source(block, raw_body, source_path, config)
-        if block.is_python and block.skipped and not block.attrs.get("reason"):
+        if block.is_shell and block.attrs.get("run"):
+            block.filename = str(_find_snippet(block.attrs["run"], config))
+        elif block.is_shell and not block.skipped:
+            problems.append(
+                f'{where}: a command block runs after a recipe (```bash {{run="snippets/x.py"}}) '
+                'or says why it is not run (```bash {test="skip" reason="..."})'
+            )
+        if (block.is_python or block.is_shell) and block.skipped and not block.attrs.get("reason"):
             problems.append(f'{where}: test="skip" without a reason="..."')
         blocks.append(block)
     return RenderedPage(page, blocks, problems)
@@ -181,16 +197,24 @@ def _recording(formatter, recognised: list[dict]):
 
 
 def _locate_source(block: Block, raw_body: str, page_path: Path, config) -> None:
-    """Name the file and first line that a traceback should point at."""
+    """Name the file and first line that a traceback should point at, and the recipe
+    sections a block of includes shows."""
     lines = [line for line in raw_body.split("\n") if line.strip()]
-    include = INCLUDE.match(lines[0]) if len(lines) == 1 else None
-    if include:
-        snippet = _find_snippet(include["path"], config)
-        block.include = include["path"] + (f":{include['section']}" if include["section"] else "")
+    includes = [INCLUDE.match(line) for line in lines]
+    if lines and all(includes):
+        snippet = _find_snippet(includes[0]["path"], config)
+        block.include = includes[0]["path"] + (
+            ":" + ",".join(m["section"] for m in includes if m["section"])
+            if includes[0]["section"]
+            else ""
+        )
+        block.includes = [
+            (m["path"], str(_find_snippet(m["path"], config)), m["section"] or "") for m in includes
+        ]
         block.filename = str(snippet)
         block.first_lineno = 1
-        if include["section"]:
-            marker = f"[start:{include['section']}]"
+        if includes[0]["section"]:
+            marker = f"[start:{includes[0]['section']}]"
             for number, text in enumerate(snippet.read_text().split("\n"), start=1):
                 if marker in text:
                     block.first_lineno = number + 1
@@ -210,10 +234,66 @@ def _find_snippet(path: str, config) -> Path:
 
 
 def execute_page(rendered: RenderedPage, timeout: float = 900) -> dict:
-    """Run the page's python blocks in one namespace, in a child process; raise PageError."""
-    runnable = [b for b in rendered.blocks if b.is_python and not b.skipped]
-    if not runnable:
-        return {"executed": 0}
+    """Check the page's code against what ran; raise PageError naming page, block and line.
+
+    - Blocks that include recipe sections: the recipe ran once (`zoo.site.recipes`, shared
+      with the build and tests/test_snippets.py) and succeeded, and the page shows its
+      sections in file order.
+    - Bash blocks with `run="snippets/x.py"`: the commands ran in the directory the recipe
+      left (the build shows their output).
+    - Other python blocks: run in order, in one namespace, in a child process.
+    """
+    included = [b for b in rendered.blocks if b.is_python and not b.skipped and b.includes]
+    inline = [b for b in rendered.blocks if b.is_python and not b.skipped and not b.includes]
+    commands = [b for b in rendered.blocks if b.is_shell and not b.skipped and b.attrs.get("run")]
+    _check_includes(rendered.page, included)
+    for block in commands:
+        try:  # `filename` is the recipe the commands run after
+            run_commands(block.filename, block.source, base=Path("/"))
+        except (RecipeError, FileNotFoundError) as error:
+            raise PageError(f"{block.where()}: {error}") from error
+    report = _execute_inline(rendered.page, inline, timeout) if inline else {"executed": 0}
+    report["executed"] += len(included) + len(commands)
+    return report
+
+
+def _check_includes(page: str, blocks: list[Block]) -> None:
+    shown: dict[str, list[tuple[int, Block]]] = {}  # recipe file -> (section start, block)
+    for block in blocks:
+        for written, recipe, section in block.includes:
+            run = run_recipe(recipe, base=Path("/"))
+            sections = read_sections(Path(recipe))
+            if not run.ok:
+                blamed = _blamed_block(blocks, recipe, sections, run.failed_line) or block
+                where = f"{blamed.where()} ({blamed.include})"
+                raise PageError(f"{where}: {run.summary()}\n{run.traceback or run.stderr_tail}")
+            if section and section not in run.sections:
+                raise PageError(f"{block.where()}: {written} has no section {section!r}")
+            start = sections[section][0] if section else 0
+            shown.setdefault(recipe, []).append((start, block))
+    for recipe, starts in shown.items():
+        lines = [start for start, _ in starts]
+        if lines != sorted(lines):
+            first = next(b for (a, b), (c, _) in zip(starts, starts[1:], strict=False) if a > c)
+            raise PageError(
+                f"{first.where()}: the page shows the sections of {Path(recipe).name} out of "
+                "file order; the recipe runs top to bottom, so show them in that order"
+            )
+
+
+def _blamed_block(blocks, recipe: str, sections: dict, line: int | None) -> Block | None:
+    """The block that shows the section holding the recipe's failing line."""
+    if line is None:
+        return None
+    for block in blocks:
+        for _, file, section in block.includes:
+            if file == recipe and section and sections[section][0] < line < sections[section][1]:
+                return block
+    return None
+
+
+def _execute_inline(page: str, runnable: list[Block], timeout: float) -> dict:
+    """Run a page's own python blocks in one namespace, in a child process."""
     with tempfile.TemporaryDirectory(prefix="zoo-page-") as workdir:
         plan = Path(workdir) / "blocks.json"
         result = Path(workdir) / "result.json"
@@ -229,17 +309,16 @@ def execute_page(rendered: RenderedPage, timeout: float = 900) -> dict:
                 command, cwd=run_dir, env=env, capture_output=True, text=True, timeout=timeout
             )
         except subprocess.TimeoutExpired as exc:
-            raise PageError(f"docs/{rendered.page}: timed out after {timeout} s") from exc
+            raise PageError(f"docs/{page}: timed out after {timeout} s") from exc
         report = json.loads(result.read_text()) if result.exists() else None
         if process.returncode == 0 and report and report.get("failed") is None:
             return report
         if report and report.get("failed") is not None:
             block = next(b for b in runnable if b.index == report["failed"])
-            source = f" ({block.include})" if block.include else ""
-            raise PageError(f"{block.where()}{source}: {report['error']}\n{report['traceback']}")
+            raise PageError(f"{block.where()}: {report['error']}\n{report['traceback']}")
         last = report["last_started"] if report else None
         raise PageError(
-            f"docs/{rendered.page}: the page's process died (exit {process.returncode}) "
+            f"docs/{page}: the page's process died (exit {process.returncode}) "
             f"while running block {last}\n{process.stderr[-3000:]}"
         )
 

@@ -2,6 +2,9 @@
 
 Markers a page may hold (an HTML comment, so the raw Markdown still reads well):
 
+    <!-- zoo:source zoo.gemma4.model.RMSNorm [NAME ...] -->
+                                    library source by qualified name, verbatim, titled
+                                    with its file (`zoo.site.source`)
     <!-- zoo:verified NAME -->      "Verified on linux x86_64 · coreai-core ... · DATE"
     <!-- zoo:table NAME KEY -->     the list of rows at results[KEY] of record NAME, as a table
     <!-- zoo:table NAME KEY "a,b" -->   the same, columns a and b only
@@ -33,6 +36,9 @@ from pathlib import Path
 from mkdocs.exceptions import PluginError
 
 from zoo.core.provenance import describe
+from zoo.site.outputs import add_outputs
+from zoo.site.recipes import RecipeError
+from zoo.site.source import source_block
 
 MARKER = re.compile(
     r"^(?P<indent>[ \t]*)<!--\s*zoo:(?P<kind>\w+)\s+(?P<args>[^>]*?)\s*-->", re.MULTILINE
@@ -52,6 +58,10 @@ def on_page_markdown(markdown: str, page, config, files) -> str:
         return "\n".join(match["indent"] + line if line else line for line in rendered.split("\n"))
 
     markdown = MARKER.sub(replace, markdown)
+    try:  # what the included recipe sections and the command lines print
+        markdown = add_outputs(markdown, Path(config["config_file_path"]).parent)
+    except (RecipeError, FileNotFoundError) as exc:
+        raise PluginError(f"docs/{page.file.src_uri}: {exc}") from exc
     if re.search(r"<!--\s*zoo:", markdown):  # e.g. a marker after text on its line
         raise PluginError(f"docs/{page.file.src_uri}: a zoo: marker must start its own line")
     return markdown
@@ -62,6 +72,8 @@ def render_marker(kind: str, args: list[str], records_dir: Path, page: str) -> s
         raise ValueError("the marker names no record")
     if kind == "expectations":  # data in zoo.lab.expected, not a record
         return expectation_table(args[0])
+    if kind == "source":  # library source by qualified name (zoo.site.source)
+        return source_block(args)
     if kind == "status":  # data in zoo.lab.expected, dated by the record of its matrix
         if len(args) != 2:
             raise ValueError("zoo:status takes a status name and the record of its matrix")

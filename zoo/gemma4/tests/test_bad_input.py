@@ -163,7 +163,8 @@ def test_an_unclosed_model_does_not_hang_the_interpreter(work):
 
 
 def test_a_damaged_asset_never_reaches_the_runtime(work):
-    from zoo.core.runtime import AssetError, Model
+    from zoo.core.asset import AssetError
+    from zoo.core.runtime import Model
 
     for name, fragment in (("no-program", "missing"), ("truncated", "1000 bytes")):
         with pytest.raises(AssetError, match=fragment):

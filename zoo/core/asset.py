@@ -1,0 +1,61 @@
+"""An exported asset on disk: checked before the runtime opens it (a damaged program kills
+the process that loads it), and what its zoo metadata says."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+
+def decode_capacity(path: Path) -> int | None:
+    """The KV capacity a zoo decoder was exported with, if the asset says."""
+    try:
+        metadata = json.loads((path / "metadata.json").read_text())
+        return int(metadata["creatorDefinedMetadata"]["zoo"]["decode"]["capacity"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+class AssetError(ValueError):
+    """An asset's files are missing, truncated or altered: the runtime would crash on it."""
+
+
+# Files up to this size are hashed on every load; larger ones have their size checked
+# (ZOO_VERIFY=full hashes them too). Hashing reads at ~1 GB/s.
+HASH_LIMIT = 256 * 1024 * 1024
+
+
+def verify_asset(path: Path, full: bool | None = None) -> None:
+    """Check an asset before the runtime opens it.
+
+    Assets the zoo exported carry a manifest (every file's size and sha256) in their
+    metadata: a missing, truncated or altered file is refused here with its name. Other
+    assets only get a presence check (metadata.json and a non-empty program file).
+    """
+    from zoo.core.checkpoint import read_json
+    from zoo.core.export import METADATA_KEY, file_digest
+
+    if not path.is_dir():
+        raise FileNotFoundError(
+            f"{path} is not a Core AI asset (a directory with metadata.json, as written by "
+            "zoo.core.export); export one first"
+        )
+    hint = ": the asset is damaged; export it again"
+    metadata = read_json(path / "metadata.json", f" ({path} is not a complete asset{hint[1:]})")
+    manifest = (metadata.get("creatorDefinedMetadata") or {}).get(METADATA_KEY, {}).get("files")
+    if manifest is None:
+        programs = [p for p in path.glob("*.mlirb") if p.stat().st_size > 0]
+        if not programs:
+            raise AssetError(f"{path} has no program (*.mlirb){hint}")
+        return
+    full = os.environ.get("ZOO_VERIFY") == "full" if full is None else full
+    for name, recorded in manifest.items():
+        file = path / name
+        if not file.is_file():
+            raise AssetError(f"{file} is missing{hint}")
+        size = file.stat().st_size
+        if size != recorded["size"]:
+            raise AssetError(f"{file} has {size} bytes, {recorded['size']} were written{hint}")
+        if (full or size <= HASH_LIMIT) and file_digest(file) != recorded["sha256"]:
+            raise AssetError(f"{file} was altered since the export (sha256 differs){hint}")
