@@ -29,12 +29,16 @@ CODE_FILES = sorted(
 
 
 def _time_eager(model, spec, inputs_at, shape: Shape, repeats: int) -> tuple[float, float]:
-    """Median seconds of a prefill chunk and of a decode step in torch eager."""
+    """Median seconds of a prefill chunk and of a decode step in torch eager (the prefill
+    chunk computes the last row's logits only, as the exported one does)."""
+    from zoo.core.decode import FlatDecoder
+
     states = [torch.zeros(s) for s in spec.state_shapes.values()]
 
     def eager_at(position: int, length: int):
+        flat = FlatDecoder(model, spec, last_row_only=length > 1)
         tensors = [torch.from_numpy(v) for v in inputs_at(position, length).values()]
-        return lambda: model(*tensors, *states)
+        return lambda: flat(*tensors, *states)
 
     with torch.no_grad():
         eager_at(shape.prompt, 1)()  # warm up
@@ -141,11 +145,14 @@ def bench_cell(shape_name: str, strategy: str, layout: str, workdir: str, repeat
 
 
 def _eager_cores(model, spec, inputs: dict[str, np.ndarray]) -> float:
+    from zoo.core.decode import FlatDecoder
+
+    flat = FlatDecoder(model, spec)
     tensors = [torch.from_numpy(v) for v in inputs.values()]
     states = [torch.zeros(s) for s in spec.state_shapes.values()]
     with torch.no_grad():
-        model(*tensors, *states)  # warm up
-        return cores_busy(lambda: model(*tensors, *states))
+        flat(*tensors, *states)  # warm up
+        return cores_busy(lambda: flat(*tensors, *states))
 
 
 def profile_cell(shape_name: str, workdir: str) -> dict:

@@ -58,14 +58,15 @@ class Preset:
     def apply(self, model: nn.Module, spec) -> nn.Module:
         if self.compress_weights is None:
             return model
-        from zoo.core.decode import example_inputs
+        from zoo.core.decode import FlatDecoder, example_inputs
 
         _quiet_imports()
         _, arguments = example_inputs(spec, spec.chunk)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # coreai-opt's notes on untested torch versions
-            compressed = self.compress_weights(model, arguments)
-        return compressed.eval()
+            # coreai-opt calls the module with positional tensors: the flat form
+            compressed = self.compress_weights(FlatDecoder(model, spec), arguments)
+        return compressed.model.eval()
 
 
 def _quiet_imports() -> None:

@@ -76,19 +76,30 @@ class DecodeSpec:
         return inputs
 
 
-class LastRowLogits(torch.nn.Module):
-    """The prefill function: logits `[1, 1, vocab]` after the chunk's last token only.
+class FlatDecoder(torch.nn.Module):
+    """A zoo decoder as torch.export and the runtime call it: flat tensors, in the order of
+    `names` (inputs, then states). The decoder itself takes them named:
+    `forward(input_ids, positions, step, states, last_row_only)`.
 
-    The host reads nothing else, and the LM head is the widest matmul of a decoder
-    (Qwen3.5-0.8B's is 248,320 x 1,024): computing it for every row of a chunk cost as
-    much as the rest of the step (docs/performance.md)."""
+    `last_row_only` is the prefill function: logits `[1, 1, vocab]` after the chunk's last
+    token only. The host reads nothing else, and the LM head is the widest matmul of a
+    decoder (Qwen3.5-0.8B's is 248,320 x 1,024): computing it for every row of a chunk cost
+    as much as the rest of the step (docs/performance.md)."""
 
-    def __init__(self, model: torch.nn.Module) -> None:
+    def __init__(
+        self, model: torch.nn.Module, spec: DecodeSpec, last_row_only: bool = False
+    ) -> None:
         super().__init__()
-        self.model = model
+        self.model, self.last_row_only = model, last_row_only
+        self.input_names = list(example_inputs(spec, 1)[0])
+        self.state_names = list(spec.state_shapes)
 
-    def forward(self, *args: torch.Tensor) -> torch.Tensor:
-        return self.model(*args, last_row_only=True)
+    def forward(self, *tensors: torch.Tensor) -> torch.Tensor:
+        names = self.input_names + self.state_names
+        named = dict(zip(names, tensors, strict=True))
+        states = {name: named.pop(name) for name in self.state_names}
+        input_ids, positions = named.pop("input_ids"), named.pop("positions")
+        return self.model(input_ids, positions, named, states, last_row_only=self.last_row_only)
 
 
 def export_decoder(
@@ -99,7 +110,8 @@ def export_decoder(
     overwrite: bool = False,
     program_pass=None,
 ) -> Path:
-    """Export `model` (forward(input_ids, *host inputs, *states)) as prefill + decode.
+    """Export a zoo decoder (`forward(input_ids, positions, step, states)`) as prefill +
+    decode, each a `FlatDecoder` over the same states.
 
     `program_pass`, if given, rewrites each function's `torch.export` program before the
     conversion (e.g. an fp16 cast)."""
@@ -112,7 +124,7 @@ def export_decoder(
     entries = []
     for name, length in (("prefill", spec.chunk), ("decode", 1)):
         inputs, arguments = example_inputs(spec, length)
-        module = LastRowLogits(model) if name == "prefill" else model
+        module = FlatDecoder(model, spec, last_row_only=name == "prefill")
         entry = EntryPoint(
             name, module, arguments, list(inputs), ["logits"], list(spec.state_shapes)
         )
@@ -178,10 +190,10 @@ def export_model(
 def torch_logits(model: torch.nn.Module, ids: list[int]) -> torch.Tensor:
     """Logits `[1, T, vocab]` of a zoo decoder in torch eager: `ids` as one chunk from 0."""
     spec = decode_spec(model, chunk=len(ids))
-    inputs = {"input_ids": np.array([ids], np.int32), **spec.host_inputs(0, len(ids))}
-    states = [torch.zeros(shape) for shape in spec.state_shapes.values()]
+    step = {n: torch.from_numpy(v) for n, v in spec.host_inputs(0, len(ids)).items()}
+    states = {name: torch.zeros(shape) for name, shape in spec.state_shapes.items()}
     with torch.no_grad():
-        return model(*(torch.from_numpy(v) for v in inputs.values()), *states)
+        return model(torch.tensor([ids], dtype=torch.int32), step.pop("positions"), step, states)
 
 
 def example_inputs(spec: DecodeSpec, length: int) -> tuple[dict, tuple[torch.Tensor, ...]]:

@@ -74,6 +74,14 @@ class KVStrategy:
             return self.write(cache, keys.transpose(2, 3), step, time_axis=3)
         return self.write(cache, keys, step)
 
+    def check_serves(self, model: str) -> None:
+        """A zoo decoder writes prefill chunks into state caches: refuse other strategies."""
+        if not (self.stateful and self.chunks):
+            raise ValueError(
+                f"KV strategy {self.name!r} cannot serve {model}: it needs a stateful "
+                "strategy that writes prefill chunks (runtime-index or input-mask-blend)"
+            )
+
     def read(self, cache: torch.Tensor) -> torch.Tensor:
         """The keys (or values) a layer that shares another layer's cache attends over."""
         return cache

@@ -27,6 +27,7 @@ import sys
 import torch
 from torch import nn
 
+from zoo.core.cache import kv_caches
 from zoo.core.layers import GatedMLP
 
 WEIGHT_LAYOUTS = ("linear", "transposed", "blocked")
@@ -60,12 +61,6 @@ def resolve_layout(weights: str = "auto", keys: str = "auto") -> dict[str, str]:
     if layout["keys"] not in KEY_LAYOUTS:
         raise ValueError(f"keys layout must be 'auto' or one of {KEY_LAYOUTS}: {keys!r}")
     return layout
-
-
-def transposed_keys(shape: tuple[int, ...]) -> tuple[int, ...]:
-    """The `[B, H, D, T]` shape of a key cache whose values are `[B, H, T, D]`."""
-    *lead, time, dim = shape
-    return (*lead, dim, time)
 
 
 class TransposedLinear(nn.Module):
@@ -147,9 +142,8 @@ def apply_layout(model: nn.Module, weights: str = "auto", keys: str = "auto") ->
         if getattr(model, "lm_head", False) is None and hasattr(model, "embed_tokens"):
             model.lm_head = TransposedLinear.from_weight(model.embed_tokens.weight)
     if layout["keys"] == "bhdt":
-        for module in model.modules():
-            if hasattr(module, "keys_transposed"):
-                module.keys_transposed = True
+        for cache in kv_caches(model):
+            cache.keys_transposed = True
     return layout
 
 
@@ -164,5 +158,5 @@ def layout_of(model: nn.Module) -> dict[str, str]:
         weights = "linear"
     return {
         "weights": weights,
-        "keys": "bhdt" if any(getattr(m, "keys_transposed", False) for m in modules) else "bhtd",
+        "keys": "bhdt" if any(c.keys_transposed for c in kv_caches(model)) else "bhtd",
     }

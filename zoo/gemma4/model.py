@@ -28,9 +28,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from zoo.core.cache import KVCache
 from zoo.core.kv import KVStrategy
-from zoo.core.layers import GatedMLP, attend
-from zoo.core.layout import transposed_keys
+from zoo.core.layers import GatedMLP
 from zoo.gemma4.config import Gemma4Config
 
 
@@ -65,14 +65,17 @@ def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tenso
 
 
 class Attention(nn.Module):
-    def __init__(self, config: Gemma4Config, layer: int, strategy: KVStrategy) -> None:
+    def __init__(
+        self, config: Gemma4Config, layer: int, strategy: KVStrategy, capacity: int
+    ) -> None:
         super().__init__()
-        self.layer, self.strategy = layer, strategy
         self.heads, self.head_dim = config.num_attention_heads, config.layer_head_dim(layer)
         self.kv_heads = config.layer_kv_heads(layer)
         self.reuses_kv = config.kv_sharing_modes()[layer] == "reuse"
-        self.kv_source = config.kv_source(layer)
-        self.keys_transposed = False  # key cache `[B, H, D, T]`: set by zoo.core.layout
+        # a KV-sharing layer holds the cache of its source layer, and only reads it
+        self.cache = KVCache(
+            strategy, config.kv_source(layer), self.kv_heads, capacity, self.head_dim
+        )
         hidden, eps = config.hidden_size, config.rms_norm_eps
         self.q_proj = nn.Linear(hidden, self.heads * self.head_dim, bias=False)
         self.q_norm = RMSNorm(self.head_dim, eps)
@@ -94,17 +97,15 @@ class Attention(nn.Module):
 
         q = self.q_norm(self.q_proj(x).reshape(batch, length, self.heads, self.head_dim))
         q = rotate(q, cos, sin).transpose(1, 2)
-        k_cache, v_cache = caches[f"k_cache_{self.kv_source}"], caches[f"v_cache_{self.kv_source}"]
         if self.reuses_kv:  # the source layer wrote this step's column already
-            keys, values = self.strategy.read(k_cache), self.strategy.read(v_cache)
+            keys, values = self.cache.read(caches)
         else:
             k = self.k_proj(x).reshape(batch, length, self.kv_heads, self.head_dim)
             v = k if self.v_proj is None else self.v_proj(x).reshape(k.shape)
             k = rotate(self.k_norm(k), cos, sin).transpose(1, 2)
             v = self.v_norm(v).transpose(1, 2)
-            keys = self.strategy.write_keys(k_cache, k, step, self.keys_transposed)
-            values = self.strategy.write(v_cache, v, step)
-        out = attend(q, keys, values, mask, scale=1.0, keys_transposed=self.keys_transposed)
+            keys, values = self.cache.write(caches, k, v, step)
+        out = self.cache.attend(q, keys, values, mask, scale=1.0)
         return self.o_proj(out.transpose(1, 2).reshape(batch, length, -1))
 
 
@@ -113,11 +114,13 @@ def gelu_tanh(x: torch.Tensor) -> torch.Tensor:
 
 
 class DecoderLayer(nn.Module):
-    def __init__(self, config: Gemma4Config, layer: int, strategy: KVStrategy) -> None:
+    def __init__(
+        self, config: Gemma4Config, layer: int, strategy: KVStrategy, capacity: int
+    ) -> None:
         super().__init__()
         hidden, eps = config.hidden_size, config.rms_norm_eps
         self.sliding = config.is_sliding(layer)
-        self.self_attn = Attention(config, layer, strategy)
+        self.self_attn = Attention(config, layer, strategy, capacity)
         shared = config.kv_sharing_modes()[layer] == "reuse"
         wide = 2 if config.use_double_wide_mlp and shared else 1
         self.mlp = GatedMLP(hidden, config.intermediate_size * wide, gelu_tanh)
@@ -144,26 +147,25 @@ class DecoderLayer(nn.Module):
 
 
 class Gemma4(nn.Module):
-    """`forward(input_ids, positions, *step_inputs, sliding_mask, *caches) -> logits`.
+    """`forward(input_ids, positions, step, caches) -> logits`.
 
-    `step_inputs` are the KV strategy's (`strategy.step_inputs`: write index or mask, and
-    `attn_mask` for full layers); `sliding_mask` masks the sliding-window layers; `caches`
-    are `state_shapes()` in order, the states of the exported functions.
+    `step` holds the KV strategy's inputs by name (`strategy.step_inputs`: write index or
+    mask, and `attn_mask` for full layers) and the `sliding_mask` of the sliding-window
+    layers; `caches` the states of `state_shapes()` by name (`zoo.core.decode.FlatDecoder`
+    flattens both for export).
     """
 
     name = "gemma4"  # the zoo entry, recorded in the asset's DecodeSpec
 
     def __init__(self, config: Gemma4Config, strategy: KVStrategy, capacity: int) -> None:
         super().__init__()
-        if not (strategy.stateful and strategy.chunks):
-            raise ValueError(
-                f"KV strategy {strategy.name!r} cannot serve Gemma 4: it needs a stateful "
-                "strategy that writes prefill chunks (runtime-index or input-mask-blend)"
-            )
+        strategy.check_serves("Gemma 4")
         self.config, self.strategy, self.capacity = config, strategy, capacity
         hidden, layers = config.hidden_size, config.num_hidden_layers
         self.embed_tokens = nn.Embedding(config.vocab_size, hidden)
-        self.layers = nn.ModuleList(DecoderLayer(config, i, strategy) for i in range(layers))
+        self.layers = nn.ModuleList(
+            DecoderLayer(config, i, strategy, capacity) for i in range(layers)
+        )
         self.norm = RMSNorm(hidden, config.rms_norm_eps)
         self.lm_head = (
             None if config.tie_word_embeddings else nn.Linear(hidden, config.vocab_size, bias=False)
@@ -182,17 +184,11 @@ class Gemma4(nn.Module):
         return self.config.sliding_window
 
     def state_shapes(self) -> dict[str, tuple[int, ...]]:
-        """The exported functions' states: a key and a value cache per layer with own KV."""
+        """The exported functions' states: the caches of the layers with their own KV."""
         shapes = {}
-        for i, layer in enumerate(self.layers):
-            attention = layer.self_attn
-            if not attention.reuses_kv:
-                shape = self.strategy.cache_shape(
-                    attention.kv_heads, self.capacity, attention.head_dim
-                )
-                keys_transposed = attention.keys_transposed
-                shapes[f"k_cache_{i}"] = transposed_keys(shape) if keys_transposed else shape
-                shapes[f"v_cache_{i}"] = shape
+        for layer in self.layers:
+            if not layer.self_attn.reuses_kv:
+                shapes.update(layer.self_attn.cache.shapes())
         return shapes
 
     def per_layer_inputs(self, input_ids: torch.Tensor, embeds: torch.Tensor) -> torch.Tensor:
@@ -204,17 +200,8 @@ class Gemma4(nn.Module):
         context = self.per_layer_projection_norm(context.reshape(shape))
         return (context + identity.reshape(shape)) * 2**-0.5
 
-    def forward(
-        self,
-        input_ids: torch.Tensor,
-        positions: torch.Tensor,
-        *args: torch.Tensor,
-        last_row_only: bool = False,
-    ):
-        names = self.strategy.step_inputs
-        step = dict(zip(names, args[: len(names)], strict=True))
-        masks = {"full": step["attn_mask"], "sliding": args[len(names)]}
-        caches = dict(zip(self.state_shapes(), args[len(names) + 1 :], strict=True))
+    def forward(self, input_ids, positions, step: dict, caches: dict, last_row_only=False):
+        masks = {"full": step["attn_mask"], "sliding": step["sliding_mask"]}
 
         h = self.embed_tokens(input_ids) * self.config.hidden_size**0.5
         per_layer = self.per_layer_inputs(input_ids, h) if self.ple_dim else None

@@ -25,10 +25,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from zoo.core.cache import KVCache
 from zoo.core.deltanet import GatedDeltaRule, causal_conv
 from zoo.core.kv import KVStrategy
-from zoo.core.layers import GatedMLP, attend
-from zoo.core.layout import transposed_keys
+from zoo.core.layers import GatedMLP
 from zoo.qwen3_5.config import Qwen3_5Config
 
 
@@ -104,12 +104,13 @@ class GatedDeltaNet(nn.Module):
 
 
 class Attention(nn.Module):
-    def __init__(self, config: Qwen3_5Config, strategy: KVStrategy) -> None:
+    def __init__(
+        self, config: Qwen3_5Config, layer: int, strategy: KVStrategy, capacity: int
+    ) -> None:
         super().__init__()
-        self.strategy = strategy
         self.heads, self.kv_heads = config.num_attention_heads, config.num_key_value_heads
         self.head_dim, hidden = config.head_dim, config.hidden_size
-        self.keys_transposed = False  # key cache `[B, H, D, T]`: set by zoo.core.layout
+        self.cache = KVCache(strategy, layer, self.kv_heads, capacity, self.head_dim)
         self.q_proj = nn.Linear(hidden, 2 * self.heads * self.head_dim, bias=False)  # + gate
         self.k_proj = nn.Linear(hidden, self.kv_heads * self.head_dim, bias=False)
         self.v_proj = nn.Linear(hidden, self.kv_heads * self.head_dim, bias=False)
@@ -130,7 +131,7 @@ class Attention(nn.Module):
         rotated = torch.cat([-x_rot[..., half:], x_rot[..., :half]], dim=-1)
         return torch.cat([x_rot * cos + rotated * sin, x_pass], dim=-1)
 
-    def forward(self, x, positions, step, k_cache, v_cache) -> torch.Tensor:
+    def forward(self, x, positions, step, states: dict) -> torch.Tensor:
         batch, length, _ = x.shape
         query, gate = (
             self.q_proj(x).reshape(batch, length, self.heads, 2 * self.head_dim).chunk(2, -1)
@@ -139,48 +140,64 @@ class Attention(nn.Module):
         k = self.k_norm(self.k_proj(x).reshape(batch, length, self.kv_heads, self.head_dim))
         k = self.rotate(k.transpose(1, 2), positions)
         v = self.v_proj(x).reshape(batch, length, self.kv_heads, self.head_dim).transpose(1, 2)
-        keys = self.strategy.write_keys(k_cache, k, step, self.keys_transposed)
-        values = self.strategy.write(v_cache, v, step)
-        out = attend(q, keys, values, step["attn_mask"], keys_transposed=self.keys_transposed)
+        keys, values = self.cache.write(states, k, v, step)
+        out = self.cache.attend(q, keys, values, step["attn_mask"])
         out = out.transpose(1, 2).reshape(batch, length, -1)
         return self.o_proj(out * torch.sigmoid(gate.reshape(batch, length, -1)))
 
 
 class DecoderLayer(nn.Module):
     def __init__(
-        self, config: Qwen3_5Config, layer: int, strategy: KVStrategy, one_step_decode: bool
+        self,
+        config: Qwen3_5Config,
+        layer: int,
+        strategy: KVStrategy,
+        capacity: int,
+        one_step_decode: bool,
     ) -> None:
         super().__init__()
-        self.layer = layer
+        self.layer, self.config = layer, config
         self.linear = config.layer_types[layer] == "linear_attention"
         if self.linear:
             self.linear_attn = GatedDeltaNet(config, one_step_decode)
         else:
-            self.self_attn = Attention(config, strategy)
+            self.self_attn = Attention(config, layer, strategy, capacity)
         self.mlp = GatedMLP(config.hidden_size, config.intermediate_size, F.silu)
         self.input_layernorm = RMSNorm(config.hidden_size, config.rms_norm_eps)
         self.post_attention_layernorm = RMSNorm(config.hidden_size, config.rms_norm_eps)
 
-    def state_names(self) -> list[str]:
-        kinds = ("conv_state", "recurrent_state") if self.linear else ("k_cache", "v_cache")
-        return [f"{kind}_{self.layer}" for kind in kinds]
+    def state_shapes(self) -> dict[str, tuple[int, ...]]:
+        """A conv and a recurrent state (GatedDeltaNet), or the attention's KV cache."""
+        if not self.linear:
+            return self.self_attn.cache.shapes()
+        c = self.config
+        return {
+            f"conv_state_{self.layer}": (1, c.linear_conv_kernel_dim - 1, c.conv_dim),  # time-major
+            f"recurrent_state_{self.layer}": (
+                1,
+                c.linear_num_value_heads,
+                c.linear_key_head_dim,
+                c.linear_value_head_dim,
+            ),
+        }
 
     def forward(self, h, positions, step, states: dict) -> torch.Tensor:
-        first, second = (states[name] for name in self.state_names())
         x = self.input_layernorm(h)
         if self.linear:
-            h = h + self.linear_attn(x, first, second)
+            conv, recurrent = (states[name] for name in self.state_shapes())
+            h = h + self.linear_attn(x, conv, recurrent)
         else:
-            h = h + self.self_attn(x, positions, step, first, second)
+            h = h + self.self_attn(x, positions, step, states)
         return h + self.mlp(self.post_attention_layernorm(h))
 
 
 class Qwen3_5(nn.Module):
-    """`forward(input_ids, positions, *step_inputs, *states) -> logits`.
+    """`forward(input_ids, positions, step, states) -> logits`.
 
-    `step_inputs` are the KV strategy's (`strategy.step_inputs`), for the attention layers;
-    `states` are `state_shapes()` in order: per layer, a conv and a recurrent state
-    (GatedDeltaNet) or a key and a value cache (attention).
+    `step` holds the KV strategy's inputs by name (`strategy.step_inputs`), for the
+    attention layers; `states` the states of `state_shapes()` by name: per layer, a conv and
+    a recurrent state (GatedDeltaNet) or a key and a value cache (attention)
+    (`zoo.core.decode.FlatDecoder` flattens both for export).
     """
 
     name = "qwen3_5"  # the zoo entry, recorded in the asset's DecodeSpec
@@ -193,15 +210,11 @@ class Qwen3_5(nn.Module):
         one_step_decode: bool = True,
     ) -> None:
         super().__init__()
-        if not (strategy.stateful and strategy.chunks):
-            raise ValueError(
-                f"KV strategy {strategy.name!r} cannot serve Qwen3.5: it needs a stateful "
-                "strategy that writes prefill chunks (runtime-index or input-mask-blend)"
-            )
+        strategy.check_serves("Qwen3.5")
         self.config, self.strategy, self.capacity = config, strategy, capacity
         self.embed_tokens = nn.Embedding(config.vocab_size, config.hidden_size)
         self.layers = nn.ModuleList(
-            DecoderLayer(config, i, strategy, one_step_decode)
+            DecoderLayer(config, i, strategy, capacity, one_step_decode)
             for i in range(config.num_hidden_layers)
         )
         self.norm = RMSNorm(config.hidden_size, config.rms_norm_eps)
@@ -212,35 +225,12 @@ class Qwen3_5(nn.Module):
         )
 
     def state_shapes(self) -> dict[str, tuple[int, ...]]:
-        c, shapes = self.config, {}
-        for layer in self.layers:
-            if layer.linear:
-                conv, recurrent = layer.state_names()
-                shapes[conv] = (1, c.linear_conv_kernel_dim - 1, c.conv_dim)  # time-major
-                shapes[recurrent] = (
-                    1,
-                    c.linear_num_value_heads,
-                    c.linear_key_head_dim,
-                    c.linear_value_head_dim,
-                )
-            else:
-                k_cache, v_cache = layer.state_names()
-                shape = self.strategy.cache_shape(c.num_key_value_heads, self.capacity, c.head_dim)
-                keys_transposed = layer.self_attn.keys_transposed
-                shapes[k_cache] = transposed_keys(shape) if keys_transposed else shape
-                shapes[v_cache] = shape
-        return shapes
+        """The exported functions' states, layer by layer."""
+        return {
+            name: shape for layer in self.layers for name, shape in layer.state_shapes().items()
+        }
 
-    def forward(
-        self,
-        input_ids: torch.Tensor,
-        positions: torch.Tensor,
-        *args: torch.Tensor,
-        last_row_only: bool = False,
-    ):
-        names = self.strategy.step_inputs
-        step = dict(zip(names, args[: len(names)], strict=True))
-        states = dict(zip(self.state_shapes(), args[len(names) :], strict=True))
+    def forward(self, input_ids, positions, step: dict, states: dict, last_row_only=False):
         h = self.embed_tokens(input_ids)
         for layer in self.layers:
             h = layer(h, positions, step, states)

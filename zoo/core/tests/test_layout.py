@@ -6,6 +6,7 @@ import pytest
 import torch
 from torch import nn
 
+from zoo.core.cache import KVCache, transposed_keys
 from zoo.core.kv import get_strategy
 from zoo.core.layers import GatedMLP, attend
 from zoo.core.layout import (
@@ -15,7 +16,6 @@ from zoo.core.layout import (
     default_layout,
     layout_of,
     resolve_layout,
-    transposed_keys,
 )
 
 
@@ -39,7 +39,7 @@ def test_transposed_linear_computes_what_linear_computes():
 
 
 class TiedToy(nn.Module):
-    """The shape of a zoo model: an embedding, a projection, a tied head, a key cache flag."""
+    """The shape of a zoo model: an embedding, a projection, a tied head, a layer's cache."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -47,7 +47,7 @@ class TiedToy(nn.Module):
         self.proj = nn.Linear(6, 6, bias=False)
         self.lm_head = None
         self.attention = nn.Module()
-        self.attention.keys_transposed = False
+        self.attention.cache = KVCache(get_strategy("runtime-index"), 0, 2, 8, 4)
 
     def forward(self, ids):
         h = self.proj(self.embed_tokens(ids))
@@ -66,7 +66,8 @@ def test_apply_layout_is_in_place_idempotent_and_keeps_the_numbers():
     apply_layout(model, "transposed", "bhdt")
     assert isinstance(model.proj, TransposedLinear)
     assert model.lm_head.weight_t.shape == (6, 11)  # the tied head got its own copy
-    assert model.attention.keys_transposed
+    assert model.attention.cache.keys_transposed
+    assert model.attention.cache.shapes() == {"k_cache_0": (1, 2, 4, 8), "v_cache_0": (1, 2, 8, 4)}
     torch.testing.assert_close(model(ids), before)
     apply_layout(model, "transposed", "bhdt")  # again: nothing to do
     torch.testing.assert_close(model(ids), before)

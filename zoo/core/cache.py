@@ -1,0 +1,67 @@
+"""One attention layer's KV cache: the two states, their names, shapes and stored layout,
+and the write of each step through the KV strategy the model was built with.
+
+The layer owns its cache; the model's `state_shapes()` is the union of its layers' caches
+(and, for hybrids, their recurrent states), and `zoo.core.layout` stores the keys
+transposed by setting `keys_transposed` on the caches, not on the layers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from zoo.core.kv import KVStrategy
+from zoo.core.layers import attend
+
+
+def transposed_keys(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """The `[B, H, D, T]` shape of a key cache whose values are `[B, H, T, D]`."""
+    *lead, time, dim = shape
+    return (*lead, dim, time)
+
+
+@dataclass(eq=False)
+class KVCache:
+    """The key and value cache states `k_cache_{layer}` / `v_cache_{layer}`.
+
+    A layer that shares another layer's cache (Gemma 4's KV sharing) holds a `KVCache` of the
+    source layer's number and only reads it."""
+
+    strategy: KVStrategy
+    layer: int
+    kv_heads: int
+    capacity: int
+    head_dim: int
+    keys_transposed: bool = False  # keys stored `[B, H, D, T]` (zoo.core.layout)
+
+    @property
+    def names(self) -> tuple[str, str]:
+        return f"k_cache_{self.layer}", f"v_cache_{self.layer}"
+
+    def shapes(self) -> dict[str, tuple[int, ...]]:
+        shape = self.strategy.cache_shape(self.kv_heads, self.capacity, self.head_dim)
+        keys, values = self.names
+        return {keys: transposed_keys(shape) if self.keys_transposed else shape, values: shape}
+
+    def write(self, states: dict, keys: torch.Tensor, values: torch.Tensor, step: dict):
+        """Store this step's keys and values (`[B, H, T, D]`); returns what to attend over."""
+        key_state, value_state = (states[name] for name in self.names)
+        return (
+            self.strategy.write_keys(key_state, keys, step, self.keys_transposed),
+            self.strategy.write(value_state, values, step),
+        )
+
+    def read(self, states: dict) -> tuple[torch.Tensor, torch.Tensor]:
+        """The keys and values another layer wrote earlier in the same step."""
+        return tuple(self.strategy.read(states[name]) for name in self.names)
+
+    def attend(self, q, keys, values, mask, scale: float | None = None) -> torch.Tensor:
+        return attend(q, keys, values, mask, scale=scale, keys_transposed=self.keys_transposed)
+
+
+def kv_caches(model: nn.Module) -> list[KVCache]:
+    """Every layer's cache (a shared cache once per holder)."""
+    return [m.cache for m in model.modules() if isinstance(getattr(m, "cache", None), KVCache)]
