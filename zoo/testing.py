@@ -60,24 +60,39 @@ def greedy_on_runtime(asset: str, prompt: list[int], new_tokens: int = 8) -> lis
         return generator.generate(prompt, new_tokens, stop_token_ids=[])
 
 
+def exported_assets(model: str, checkpoints: dict, directory, capacity: int, chunk: int):
+    """The session's `ExportedAssets` of zoo model `model` over its tiny `checkpoints`."""
+    from zoo.core.decode import export_model
+    from zoo.core.entry import get_entry
+
+    def export(variant, strategy, path, **layout):
+        loaded = get_entry(model).load(checkpoints[variant], strategy, capacity)
+        return export_model(loaded, path, chunk=chunk, checkpoint=checkpoints[variant], **layout)
+
+    return ExportedAssets(directory, export)
+
+
 def check_runtime_greedy(
     model: str,
-    asset,
-    reference,
+    checkpoints: dict,
+    assets: ExportedAssets,
     variant: str,
     strategy: str,
     prompt: list[int],
     layout: str = "default",
 ) -> None:
-    """8 greedy tokens on the Core AI runtime, in a process of their own, against
-    transformers' `generate`; recorded, and compared with what this target expects of the
-    recipe's KV write (`zoo.lab.expected`: e.g. a crash on the macOS beta GPU)."""
+    """8 greedy tokens of the session's asset on the Core AI runtime, in a process of their
+    own, against transformers' `generate` on the same checkpoint; recorded, and compared
+    with what this target expects of the recipe's KV write (`zoo.lab.expected`: e.g. a
+    crash on the macOS beta GPU)."""
+    from zoo.core.entry import get_entry
     from zoo.core.export import read_metadata
     from zoo.core.reference import greedy_reference
     from zoo.lab.expected import RAN_EXACT, current_target, expected, mismatch
     from zoo.lab.isolate import run_isolated
 
-    want = greedy_reference(reference, prompt)
+    asset = assets[variant, strategy, layout]
+    want = greedy_reference(get_entry(model).reference_model(checkpoints[variant]), prompt)
     outcome = run_isolated(greedy_on_runtime, str(asset), prompt, timeout=300)
     if outcome.ok:
         identical = sum(a == b for a, b in zip(outcome.result, want, strict=True))

@@ -40,10 +40,9 @@ class ModelEntry:
     title: str  # "Gemma 4": how pages and messages name it
     config: type  # a DecoderConfig dataclass
     model: Callable[..., nn.Module]  # (config, strategy, capacity, **options) -> decoder
-    # transformers classes of the reference: text-only (Auto) and the multimodal wrapper
-    text_config_class: str
-    multimodal_config_class: str
-    multimodal_class: str
+    # the transformers classes of the reference: `{name}TextConfig` (text-only, loaded
+    # through AutoModelForCausalLM), `{name}Config` + `{name}ForConditionalGeneration`
+    transformers_name: str
     tiny: TinyCheckpoint
     towers: tuple[str, ...] = ()  # checkpoint names (after the prefix) of other modalities
     # our names a checkpoint may carry that the decoder does not use (beyond a tied head)
@@ -119,6 +118,10 @@ class ModelEntry:
         from zoo.core.reference import load_reference
 
         return load_reference(directory, self.config.MULTIMODAL_TYPE, self.multimodal_class)
+
+    @property
+    def multimodal_class(self) -> str:
+        return f"{self.transformers_name}ForConditionalGeneration"
 
 
 ENTRIES: dict[str, ModelEntry] = {}

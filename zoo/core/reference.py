@@ -56,9 +56,9 @@ def write_tiny_checkpoint(entry, directory: Path, text: dict, seed: int, multimo
     import transformers
 
     torch.manual_seed(seed)
-    text_config = getattr(transformers, entry.text_config_class)
+    text_config = getattr(transformers, f"{entry.transformers_name}TextConfig")
     if multimodal:
-        config_class = getattr(transformers, entry.multimodal_config_class)
+        config_class = getattr(transformers, f"{entry.transformers_name}Config")
         config = config_class(text_config=text, **entry.tiny.towers)
         model = getattr(transformers, entry.multimodal_class)(config)
     else:

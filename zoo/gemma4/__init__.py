@@ -74,9 +74,7 @@ ENTRY = register(
         title="Gemma 4",
         config=Gemma4Config,
         model=Gemma4,
-        text_config_class="Gemma4TextConfig",
-        multimodal_config_class="Gemma4Config",
-        multimodal_class="Gemma4ForConditionalGeneration",
+        transformers_name="Gemma4",
         tiny=TINY,
         towers=("vision_", "audio_", "embed_vision", "embed_audio"),
         unused_weights=_kv_sharing_weights,
@@ -86,15 +84,5 @@ load_gemma4 = ENTRY.load
 make_tiny_checkpoint = ENTRY.make_tiny_checkpoint
 reference_model = ENTRY.reference_model
 
-__all__ = [
-    "ENTRY",
-    "Gemma4",
-    "Gemma4Config",
-    "UnsupportedConfig",
-    "decode_spec",
-    "export_gemma4",
-    "load_gemma4",
-    "make_tiny_checkpoint",
-    "reference_model",
-    "torch_logits",
-]
+__all__ = ["ENTRY", "Gemma4", "Gemma4Config", "UnsupportedConfig", "decode_spec", "export_gemma4"]
+__all__ += ["load_gemma4", "make_tiny_checkpoint", "reference_model", "torch_logits"]

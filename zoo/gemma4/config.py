@@ -23,13 +23,17 @@ class Gemma4Config(DecoderConfig):
     REFUSED_MODEL_TYPES = REFUSED_MODEL_TYPES
     TIE_DEFAULTS = (True, True)  # transformers' defaults: text config, multimodal config
 
+    # sizes
     vocab_size: int = 262_144
     hidden_size: int = 2304
     intermediate_size: int = 9216
     num_hidden_layers: int = 30
+
+    # attention, as the sliding-window layers have it
     num_attention_heads: int = 8
     num_key_value_heads: int = 4
     head_dim: int = 256
+
     # Full-attention layers have a wider head (and, with attention_k_eq_v, their own KV
     # head count). Released config.json files say so with global_head_dim and
     # num_global_key_value_heads; transformers re-saves them as per_layer_config
@@ -37,23 +41,32 @@ class Gemma4Config(DecoderConfig):
     global_head_dim: int = 512
     num_global_key_value_heads: int | None = None
     per_layer_config: dict | None = None
-    hidden_activation: str = "gelu_pytorch_tanh"
-    rms_norm_eps: float = 1e-6
+    attention_k_eq_v: bool = False
+
+    # layer kinds: RoPE per kind, the window of the sliding ones, norms and activation
+    layer_types: list[str] | None = None
     rope_parameters: dict | None = None
     sliding_window: int = 512
-    layer_types: list[str] | None = None
-    final_logit_softcapping: float | None = None
+    rms_norm_eps: float = 1e-6
+    hidden_activation: str = "gelu_pytorch_tanh"
+
+    # per-layer embeddings, KV sharing, the double-wide MLP of the sharing layers
     vocab_size_per_layer_input: int = 262_144
     hidden_size_per_layer_input: int = 256  # 0: no per-layer embeddings
-    attention_k_eq_v: bool = False
     num_kv_shared_layers: int = 0
-    enable_moe_block: bool = False
     use_double_wide_mlp: bool = False
+
+    # refused by name when asked for (check_supported)
+    enable_moe_block: bool = False
     use_bidirectional_attention: str | None = None
+
+    # the head and the special tokens
+    final_logit_softcapping: float | None = None
     tie_word_embeddings: bool = True
     bos_token_id: int | None = 2
     eos_token_id: int | list[int] | None = 1
     pad_token_id: int | None = 0
+
     # every id that ends a generation (generation_config.json, top level, text config)
     stop_token_ids: list[int] = field(default_factory=list)
 

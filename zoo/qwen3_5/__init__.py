@@ -46,9 +46,7 @@ ENTRY = register(
         title="Qwen3.5",
         config=Qwen3_5Config,
         model=Qwen3_5,
-        text_config_class="Qwen3_5TextConfig",
-        multimodal_config_class="Qwen3_5Config",
-        multimodal_class="Qwen3_5ForConditionalGeneration",
+        transformers_name="Qwen3_5",
         tiny=TINY,
         towers=("visual.", "vision"),  # and `mtp.*` (multi-token prediction): not under model.
     )
@@ -64,8 +62,5 @@ __all__ = [
     "UnsupportedConfig",
     "decode_spec",
     "export_qwen3_5",
-    "load_qwen3_5",
-    "make_tiny_checkpoint",
-    "reference_model",
-    "torch_logits",
 ]
+__all__ += ["load_qwen3_5", "make_tiny_checkpoint", "reference_model", "torch_logits"]

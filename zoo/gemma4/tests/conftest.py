@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from zoo.gemma4 import export_gemma4, load_gemma4, make_tiny_checkpoint
-from zoo.testing import ExportedAssets
+from zoo.gemma4 import make_tiny_checkpoint
+from zoo.testing import ExportedAssets, exported_assets
 
 CAPACITY, CHUNK = 64, 4
 
@@ -23,9 +23,5 @@ def checkpoints(tmp_path_factory) -> dict:
 @pytest.fixture(scope="session")
 def assets(checkpoints, tmp_path_factory) -> ExportedAssets:
     """(variant, strategy[, layout]) -> an exported .aimodel, exported on first use."""
-
-    def export(variant, strategy, path, **layout):
-        model = load_gemma4(checkpoints[variant], strategy, CAPACITY)
-        return export_gemma4(model, path, chunk=CHUNK, checkpoint=checkpoints[variant], **layout)
-
-    return ExportedAssets(tmp_path_factory.mktemp("gemma4-assets"), export)
+    directory = tmp_path_factory.mktemp("gemma4-assets")
+    return exported_assets("gemma4", checkpoints, directory, CAPACITY, CHUNK)

@@ -44,11 +44,4 @@ def test_the_small_softcap_engages(checkpoints):
 @pytest.mark.parametrize("variant", ["kv-sharing", "softcap"])
 def test_greedy_tokens_on_the_runtime_match_transformers(checkpoints, assets, variant, strategy):
     assert len(PROMPT) > CHUNK  # the prompt spans prefill chunks and single steps
-    check_runtime_greedy(
-        "gemma4",
-        assets[variant, strategy],
-        reference_model(checkpoints[variant]),
-        variant,
-        strategy,
-        PROMPT,
-    )
+    check_runtime_greedy("gemma4", checkpoints, assets, variant, strategy, PROMPT)

@@ -39,26 +39,13 @@ def test_logits_match_transformers(checkpoints, variant):
 @pytest.mark.parametrize("variant", ["4-layer", "8-layer"])
 def test_greedy_tokens_on_the_runtime_match_transformers(checkpoints, assets, variant, strategy):
     assert len(PROMPT) > CHUNK  # the prompt spans prefill chunks and single steps
-    check_runtime_greedy(
-        "qwen3_5",
-        assets[variant, strategy],
-        reference_model(checkpoints[variant]),
-        variant,
-        strategy,
-        PROMPT,
-    )
+    check_runtime_greedy("qwen3_5", checkpoints, assets, variant, strategy, PROMPT)
 
 
 def test_the_as_authored_layout_decodes_the_same(checkpoints, assets):
     """The layout the platform default replaces (nn.Linear weights, [B, H, T, D] keys)."""
     check_runtime_greedy(
-        "qwen3_5",
-        assets["4-layer", "runtime-index", "as-authored"],
-        reference_model(checkpoints["4-layer"]),
-        "4-layer",
-        "runtime-index",
-        PROMPT,
-        layout="as-authored",
+        "qwen3_5", checkpoints, assets, "4-layer", "runtime-index", PROMPT, layout="as-authored"
     )
 
 
