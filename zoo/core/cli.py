@@ -94,7 +94,10 @@ def build_parser(model_name: str, strategies: list[str]) -> argparse.ArgumentPar
         help="KV cache write strategy (default: %(default)s)",
     )
     export.add_argument(
-        "--context", type=whole_number(2), default=256, help="tokens the cache holds"
+        "--capacity",
+        type=whole_number(2),
+        default=256,
+        help="tokens the KV cache holds: the longest context (default: %(default)s)",
     )
     export.add_argument("--chunk", type=whole_number(2), default=8, help="tokens per prefill call")
     export.add_argument("--overwrite", action="store_true", help="replace an existing asset")
@@ -175,10 +178,10 @@ def _export(args, load, export) -> int:
     started = time.perf_counter()
     # Everything that can be refused is refused before the (long) load and export.
     check_destination(args.output, args.overwrite, args.checkpoint)
-    if args.chunk > args.context:
-        raise ValueError(f"--chunk {args.chunk} is longer than --context {args.context}")
-    say(f"loading {args.checkpoint} ({args.strategy} KV writes, context {args.context})")
-    model = load(args.checkpoint, args.strategy, args.context)
+    if args.chunk > args.capacity:
+        raise ValueError(f"--chunk {args.chunk} is longer than --capacity {args.capacity}")
+    say(f"loading {args.checkpoint} ({args.strategy} KV writes, capacity {args.capacity})")
+    model = load(args.checkpoint, args.strategy, args.capacity)
     preset = get_preset(args.compress)
     layout = resolve_layout(args.weights_layout, args.keys_layout)
     stored = preset.layout(layout)

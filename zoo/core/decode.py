@@ -34,11 +34,14 @@ MAX_CAPACITY = 262_144  # the longest context of the zoo's models (Qwen3.5)
 def check_capacity(capacity: int) -> None:
     """A KV cache length the export can hold: checked before anything is built."""
     if isinstance(capacity, bool) or not isinstance(capacity, int) or capacity < 2:
-        raise ValueError(f"the context must be a whole number of tokens >= 2, got {capacity!r}")
+        raise ValueError(
+            f"the capacity (tokens the KV cache holds) must be a whole number >= 2, "
+            f"got {capacity!r}"
+        )
     if capacity > MAX_CAPACITY:
         raise ValueError(
-            f"a context of {capacity} tokens is more than the zoo's models support "
-            f"({MAX_CAPACITY}); choose a smaller --context"
+            f"a capacity of {capacity} tokens is more than the zoo's models support "
+            f"({MAX_CAPACITY}); choose a smaller --capacity"
         )
 
 
@@ -63,7 +66,7 @@ class DecodeSpec:
         if position + length > self.capacity:
             raise ContextFullError(
                 f"the context holds {self.capacity} tokens and this step needs positions "
-                f"{position}..{position + length - 1}; export with a larger context"
+                f"{position}..{position + length - 1}; export with a larger --capacity"
             )
         inputs = {"positions": np.arange(position, position + length, dtype=np.int32)[None]}
         inputs.update(get_strategy(self.strategy).host_inputs(position, self.capacity, length))
@@ -259,7 +262,7 @@ class Generator:
         if self.position + len(ids) > self.spec.capacity:
             raise ContextFullError(
                 f"the context holds {self.spec.capacity} tokens: {self.position} are used and "
-                f"{len(ids)} more do not fit; export with a larger context"
+                f"{len(ids)} more do not fit; export with a larger --capacity"
             )
         chunk = self.spec.chunk
         logits = None

@@ -61,8 +61,8 @@ def causal_conv(
     Returns the SiLU-activated output `[B, T, C]` and the next conv state (the last K-1
     inputs). `weight` is the conv's `[C, 1, K]`. A chunk (T > 1) concatenates state and
     input; one token shifts the state with a constant matrix instead, because on the Linux
-    CPU runtime slices and concats cost ~30-45 ns per element and matmuls do not (a
-    `[1, 3, 6144]` state: ~0.8 ms per layer per step saved, docs/performance.md).
+    CPU runtime slices and concats are slow per element and matmuls are not
+    (docs/performance.md).
     """
     kernel, length = weight.shape[-1], x.shape[1]
     taps = weight[:, 0, :].t()  # [K, C]

@@ -105,7 +105,7 @@ class KVStrategy:
         if not 0 <= position < self.max_positions(capacity):
             raise IndexError(
                 f"position {position} is past the context: the {self.name} cache holds "
-                f"{self.max_positions(capacity)} positions; export with a longer context"
+                f"{self.max_positions(capacity)} positions; export with a larger --capacity"
             )
 
     def example_step(self, capacity: int, position: int = 1) -> dict[str, torch.Tensor]:

@@ -205,7 +205,7 @@ class PackedSlotBlendWhole(PackedSlotBlend):
 class RuntimeIndexDynamicContext(ShapeSymintWrite):
     """Write at `in_step.item()`, attend over a dynamic `position_ids` length.
 
-    The seed's "runtime tensor, dynamic shapes" cell: only the write index changes from
+    The report's "runtime tensor, dynamic shapes" cell: only the write index changes from
     the shape-symint strategy.
     """
 

@@ -61,7 +61,7 @@ def test_gemma4_chat_stops_at_the_end_of_turn(tmp_path):
         "export",
         str(checkpoint),
         str(asset),
-        "--context",
+        "--capacity",
         "32",
         "--strategy",
         "input-mask-blend",
@@ -93,7 +93,7 @@ def test_qwen3_5_chat_template_and_stop_list(tmp_path):
     (checkpoint / "tokenizer_config.json").write_text(json.dumps({"chat_template": QWEN_TEMPLATE}))
     (checkpoint / "generation_config.json").write_text(json.dumps({"eos_token_id": [127, 1]}))
     asset = tmp_path / "q.aimodel"
-    assert cli("qwen3_5", "export", str(checkpoint), str(asset), "--context", "32").returncode == 0
+    assert cli("qwen3_5", "export", str(checkpoint), str(asset), "--capacity", "32").returncode == 0
     assert read_metadata(asset)["decode"]["stop_token_ids"] == [127, 1]
     chat = cli(
         "qwen3_5", "generate", str(asset), "--chat", "--prompt", "w5 w9", "--max-new-tokens", "4"

@@ -85,7 +85,7 @@ def test_cli_exports_a_released_config_compressed_and_generates(model, released,
     asset = tmp_path / f"{preset}.aimodel"
     run = [sys.executable, "-m", f"zoo.{model}"]
     export = subprocess.run(
-        [*run, "export", str(checkpoint), str(asset), "--compress", preset, "--context", "64"],
+        [*run, "export", str(checkpoint), str(asset), "--compress", preset, "--capacity", "64"],
         capture_output=True,
         text=True,
         timeout=600,

@@ -90,9 +90,9 @@ CASES = [
     ("generate g4.aimodel --prompt x --tokenizer nosuch.json", 2, "nosuch.json: no such file"),
     ("generate g4.aimodel --prompt x --tokenizer notjson.json", 2, "is not a tokenizer.json"),
     ("generate g4.aimodel --prompt-ids 2,3 --max-new-tokens 80", 2, "the context holds 64"),
-    ("export ck out/x.aimodel --context -5", 2, "-5 is less than 2"),
-    ("export ck out/x.aimodel --context 1000000000", 2, "more than the zoo's models support"),
-    ("export ck out/x.aimodel --chunk 100 --context 64", 2, "--chunk 100 is longer"),
+    ("export ck out/x.aimodel --capacity -5", 2, "-5 is less than 2"),
+    ("export ck out/x.aimodel --capacity 1000000000", 2, "more than the zoo's models support"),
+    ("export ck out/x.aimodel --chunk 100 --capacity 64", 2, "--chunk 100 is longer"),
     ("export ck g4.aimodel", 2, "g4.aimodel already exists"),
     ("export ck ck/x.aimodel --overwrite", 2, "inside) the checkpoint"),
     ("export ck ck.aimodel --overwrite", 0, ""),  # a name like the checkpoint's is fine

@@ -132,7 +132,7 @@ def cli(*args, cwd=None):
 
 def test_cli_export_then_generate_text(checkpoints, tmp_path):
     out = tmp_path / "tiny.aimodel"
-    export = cli("export", checkpoints["kv-sharing"], out, "--context", 32, "--chunk", 4)
+    export = cli("export", checkpoints["kv-sharing"], out, "--capacity", 32, "--chunk", 4)
     assert export.returncode == 0, export.stderr
     assert "saved" in export.stderr and out.is_dir()
     again = cli("export", checkpoints["kv-sharing"], out)

@@ -103,7 +103,7 @@ def test_sampling_stop_tokens_and_a_full_context(assets):
         assert sampled == generator.generate(PROMPT, 5, temperature=0.7, seed=3, stop_token_ids=[])
         greedy = generator.generate(PROMPT, 8, stop_token_ids=[])
         assert generator.generate(PROMPT, 8, stop_token_ids=[greedy[2]]) == greedy[:3]
-        with pytest.raises(ContextFullError, match="export with a larger context"):
+        with pytest.raises(ContextFullError, match="export with a larger --capacity"):
             generator.generate(PROMPT, CAPACITY, stop_token_ids=[])
 
 
@@ -118,7 +118,7 @@ def test_cli(checkpoints, tmp_path):
             timeout=600,
         )
 
-    export = cli("export", checkpoints["4-layer"], out, "--context", 32, "--chunk", 4)
+    export = cli("export", checkpoints["4-layer"], out, "--capacity", 32, "--chunk", 4)
     assert export.returncode == 0, export.stderr
     generate = cli("generate", out, "--prompt", "w2 w17 w33", "--max-new-tokens", 4)
     assert generate.returncode == 0, generate.stderr
