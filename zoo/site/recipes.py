@@ -175,16 +175,21 @@ def _run(recipe: str, path: Path, directory: Path, timeout: float) -> None:
 
 
 def run_commands(recipe: str, script: str, base: Path = ROOT, timeout: float = TIMEOUT) -> str:
-    """Run `script` (a page's ```bash``` block: lines as a reader types them) with bash in the
-    directory `recipe` left, `python` being this interpreter; its stdout and stderr as a
-    reader sees them. Kept with the recipe's run, so the page and the build share it."""
+    """Run `script` (a page's ```bash``` block: lines as a reader types them) with bash in a
+    copy of the directory `recipe` left (files hard-linked: cheap, and blocks never see each
+    other's files), `python` being this interpreter; its stdout and stderr as a reader sees
+    them. Kept with the recipe's run, so the page and the build share it."""
     run = run_recipe(recipe, base)
     if not run.ok:
         raise RecipeError(f"{recipe}: {run.summary()}\n{run.stderr_tail}")
+    script = script.strip() + "\n"
     key = hashlib.sha256(script.encode()).hexdigest()[:12]
     result = run.directory / f"commands-{key}.json"
     with _locked(run.directory / "commands.lock"):
         if not result.exists():
+            scratch = run.directory / f"commands-{key}"
+            shutil.rmtree(scratch, ignore_errors=True)
+            shutil.copytree(run.cwd, scratch, copy_function=os.link)
             bin_dir = str(Path(sys.executable).parent)
             env = {
                 **os.environ,
@@ -196,7 +201,7 @@ def run_commands(recipe: str, script: str, base: Path = ROOT, timeout: float = T
             try:
                 done = subprocess.run(
                     ["bash", "-e", "-o", "pipefail", "-c", script],
-                    cwd=run.cwd,
+                    cwd=scratch,
                     env=env,
                     stdout=subprocess.PIPE,
                     stderr=subprocess.STDOUT,
