@@ -271,6 +271,18 @@ def check_tensors(
     return found
 
 
+def find_tensor(
+    directory: str | Path, rename: Callable[[str], str | None], name: str
+) -> tuple[Path, str]:
+    """(file, checkpoint key) of our tensor `name`, from the safetensors headers."""
+    for path in safetensors_files(directory):
+        with _open_safetensors(path) as tensors:
+            for key in tensors.keys():  # noqa: SIM118 - safe_open is not a Mapping
+                if rename(key) == name:
+                    return path, key
+    raise CheckpointError(f"{directory}: no tensor {name} in its safetensors files")
+
+
 def build_and_load(
     build: Callable[[], torch.nn.Module],
     directory: str | Path,

@@ -108,6 +108,14 @@ def build_parser(model_name: str, strategies: list[str]) -> argparse.ArgumentPar
         help="how the weights are stored (default: %(default)s; docs/guides/compression)",
     )
     export.add_argument(
+        "--sidecar",
+        default="auto",
+        choices=("auto", "on", "off"),
+        help="lookup tables read one row per token (Gemma 4's per-layer embeddings) as int8 "
+        "files beside the program, looked up by the host (auto: on when --compress "
+        "compresses the weights; docs/guides/compression)",
+    )
+    export.add_argument(
         "--weights-layout",
         default="auto",
         choices=("auto", *WEIGHT_LAYOUTS),
@@ -156,7 +164,7 @@ def run(model_name: str, argv: list[str] | None = None) -> int:
     args = build_parser(model_name, strategies).parse_args(argv)
     try:
         if args.command == "export":
-            return _export(args, get_entry(model_name).load, export_model)
+            return _export(args, get_entry(model_name), export_model)
         return _generate(args)
     except KeyboardInterrupt:
         say("\ninterrupted")
@@ -174,15 +182,19 @@ def run(model_name: str, argv: list[str] | None = None) -> int:
         return 2
 
 
-def _export(args, load, export) -> int:
+def _export(args, entry, export) -> int:
     started = time.perf_counter()
     # Everything that can be refused is refused before the (long) load and export.
     check_destination(args.output, args.overwrite, args.checkpoint)
     if args.chunk > args.capacity:
         raise ValueError(f"--chunk {args.chunk} is longer than --capacity {args.capacity}")
-    say(f"loading {args.checkpoint} ({args.strategy} KV writes, capacity {args.capacity})")
-    model = load(args.checkpoint, args.strategy, args.capacity)
     preset = get_preset(args.compress)
+    options = {}
+    if entry.sidecar_option:  # auto: a table out of the graph when the weights are compressed
+        sidecar = preset.compress_weights is not None if args.sidecar == "auto" else args.sidecar
+        options[entry.sidecar_option] = sidecar in (True, "on")
+    say(f"loading {args.checkpoint} ({args.strategy} KV writes, capacity {args.capacity})")
+    model = entry.load(args.checkpoint, args.strategy, args.capacity, **options)
     layout = resolve_layout(args.weights_layout, args.keys_layout)
     stored = preset.layout(layout)
     say(

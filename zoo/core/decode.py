@@ -60,6 +60,8 @@ class DecodeSpec:
     checkpoint: str | None = None  # where the weights came from (its tokenizer.json, if any)
     layout: dict[str, str] = field(default_factory=dict)  # zoo.core.layout: weights, keys
     compression: str = "fp32"  # zoo.core.compress preset the weights were stored with
+    # tables kept out of the graph (zoo.core.sidecar): input name -> file, rows, width
+    sidecars: dict[str, dict] = field(default_factory=dict)
 
     def host_inputs(self, position: int, length: int) -> dict[str, np.ndarray]:
         """Everything but `input_ids` for `length` tokens starting at `position`."""
@@ -77,6 +79,16 @@ class DecodeSpec:
             )
             inputs["sliding_mask"] = causal_mask(rows & recent)
         return inputs
+
+    def token_inputs(self, ids: np.ndarray, tables: dict) -> dict[str, np.ndarray]:
+        """The inputs the host looks up per token: rows of each sidecar table (`tables`:
+        input name -> `zoo.core.sidecar.SidecarTable`) for `ids` `[1, T]`."""
+        return {name: tables[name].lookup(ids) for name in self.sidecars}
+
+    def open_sidecars(self, asset: str | os.PathLike) -> dict:
+        from zoo.core.sidecar import SidecarTable
+
+        return {name: SidecarTable(Path(asset) / s["file"]) for name, s in self.sidecars.items()}
 
 
 class FlatDecoder(torch.nn.Module):
@@ -114,7 +126,8 @@ def export_decoder(
     program_pass=None,
 ) -> Path:
     """Export a zoo decoder (`forward(input_ids, positions, step, states)`) as prefill +
-    decode, each a `FlatDecoder` over the same states.
+    decode, each a `FlatDecoder` over the same states, with its sidecar tables (int8 files
+    beside the program, `zoo.core.sidecar`) written from `model.sidecars`.
 
     `program_pass`, if given, rewrites each function's `torch.export` program before the
     conversion (e.g. an fp16 cast)."""
@@ -133,8 +146,14 @@ def export_decoder(
         )
         entry.program_pass = program_pass
         entries.append(entry)
+    sources = getattr(model, "sidecars", {})
+    files = {spec.sidecars[name]["file"]: sources[name].write for name in spec.sidecars}
     return export_entry_points(
-        entries, path, overwrite=overwrite, extra_metadata={"decode": asdict(spec)}
+        entries,
+        path,
+        overwrite=overwrite,
+        extra_metadata={"decode": asdict(spec)},
+        extra_files=files,
     )
 
 
@@ -154,7 +173,23 @@ def decode_spec(
         stop_token_ids=[int(token) for token in model.config.stop_token_ids],
         checkpoint=checkpoint,
         layout=layout_of(model),
+        sidecars={
+            name: {"file": f"{name}.int8.safetensors", "rows": rows, "width": width}
+            for name, (rows, width) in _sidecar_shapes(model).items()
+        },
     )
+
+
+def _sidecar_shapes(model: torch.nn.Module) -> dict[str, tuple[int, int]]:
+    widths = getattr(model, "sidecar_inputs", {})
+    sources = getattr(model, "sidecars", {})
+    missing = sorted(set(widths) - set(sources))
+    if missing:
+        raise ValueError(
+            f"{missing} stay out of the graph but have no source table: load the model from "
+            "a checkpoint (zoo.<model>.load_<model>) to export it"
+        )
+    return {name: sources[name].shape for name in widths}
 
 
 def export_model(
@@ -194,6 +229,8 @@ def torch_logits(model: torch.nn.Module, ids: list[int]) -> torch.Tensor:
     """Logits `[1, T, vocab]` of a zoo decoder in torch eager: `ids` as one chunk from 0."""
     spec = decode_spec(model, chunk=len(ids))
     step = {n: torch.from_numpy(v) for n, v in spec.host_inputs(0, len(ids)).items()}
+    for name, source in getattr(model, "sidecars", {}).items():  # the same int8 rows
+        step[name] = source.rows(torch.tensor([ids]))
     states = {name: torch.zeros(shape) for name, shape in spec.state_shapes.items()}
     with torch.no_grad():
         return model(torch.tensor([ids], dtype=torch.int32), step.pop("positions"), step, states)
@@ -202,6 +239,8 @@ def torch_logits(model: torch.nn.Module, ids: list[int]) -> torch.Tensor:
 def example_inputs(spec: DecodeSpec, length: int) -> tuple[dict, tuple[torch.Tensor, ...]]:
     """Zero inputs (named) and the forward arguments of one call of `length` tokens."""
     inputs = {"input_ids": np.zeros((1, length), np.int32), **spec.host_inputs(0, length)}
+    for name, sidecar in spec.sidecars.items():
+        inputs[name] = np.zeros((1, length, sidecar["width"]), np.float32)
     states = tuple(torch.zeros(shape) for shape in spec.state_shapes.values())
     return inputs, (*(torch.from_numpy(v) for v in inputs.values()), *states)
 
@@ -246,6 +285,7 @@ class Generator:
         self.model = Model.load(asset, compute_unit)
         self.prefill_fn = self.model.function("prefill")
         self.decode_fn = self.model.function("decode")
+        self.sidecars = self.spec.open_sidecars(asset)  # rows looked up per token
         self.reset()
 
     def reset(self) -> None:
@@ -272,9 +312,11 @@ class Generator:
                 piece, function = ids[:chunk], self.prefill_fn
             else:
                 piece, function = ids[:1], self.decode_fn
+            ids_array = np.array([piece], np.int32)
             inputs = {
-                "input_ids": np.array([piece], np.int32),
+                "input_ids": ids_array,
                 **self.spec.host_inputs(self.position, len(piece)),
+                **self.spec.token_inputs(ids_array, self.sidecars),
             }
             # Masks go in the dtype the function declares (fp16 for an fp16 export).
             inputs = {

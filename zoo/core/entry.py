@@ -13,9 +13,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import torch
 from torch import nn
 
-from zoo.core.checkpoint import build_and_load
+from zoo.core.checkpoint import build_and_load, find_tensor
+from zoo.core.sidecar import SidecarSource
 
 # Where transformers puts a text decoder's tensors: text-only, then multimodal layouts.
 TEXT_PREFIXES = ("model.language_model.", "model.")
@@ -45,6 +47,8 @@ class ModelEntry:
     transformers_name: str
     tiny: TinyCheckpoint
     towers: tuple[str, ...] = ()  # checkpoint names (after the prefix) of other modalities
+    # the load option that keeps lookup tables out of the graph (`--sidecar`), if any
+    sidecar_option: str | None = None
     # our names a checkpoint may carry that the decoder does not use (beyond a tied head)
     unused_weights: Callable[[object], list[str]] = lambda config: []
 
@@ -74,15 +78,22 @@ class ModelEntry:
         config = self.config.from_checkpoint(directory)
         check_capacity(capacity)
         strategy = get_strategy(strategy) if isinstance(strategy, str) else strategy
+
+        def build() -> nn.Module:
+            return self.model(config, strategy, capacity, **options)
+
         ignored = list(self.unused_weights(config))
         if config.tie_word_embeddings:
             ignored.append("lm_head.")
-        model = build_and_load(
-            lambda: self.model(config, strategy, capacity, **options),
-            directory,
-            self.checkpoint_name,
-            ignored,
-        )
+        with torch.device("meta"):  # which tables stay out of the graph (zoo.core.sidecar)
+            skeleton = build()
+        sidecars = {n: skeleton.SIDECAR_WEIGHTS[n] for n in getattr(skeleton, "sidecar_inputs", {})}
+        del skeleton
+        ignored += list(sidecars.values())
+        model = build_and_load(build, directory, self.checkpoint_name, ignored)
+        for name, weight in sidecars.items():  # read from the checkpoint when exported
+            file, key = find_tensor(directory, self.checkpoint_name, weight)
+            model.sidecars[name] = SidecarSource(file.resolve(), key)
         return model.eval()
 
     def build(self, config: dict, strategy: str, capacity: int, **options) -> nn.Module:

@@ -106,8 +106,12 @@ def export_entry_points(
     *,
     overwrite: bool = False,
     extra_metadata: Mapping[str, Any] | None = None,
+    extra_files: Mapping[str, Callable[[Path], Any]] | None = None,
 ) -> Path:
-    """Export several functions into one asset; functions may share state names."""
+    """Export several functions into one asset; functions may share state names.
+
+    `extra_files` maps a file name to a writer `write(path)`: files stored inside the asset
+    beside the program (e.g. a sidecar table), listed in its manifest like the rest."""
     path = check_destination(path, overwrite)
     names = [e.name for e in entry_points]
     if not entry_points or len(set(names)) != len(names):
@@ -150,7 +154,7 @@ def export_entry_points(
         },
         **(extra_metadata or {}),
     }
-    _save_atomically(program, path, metadata, overwrite)
+    _save_atomically(program, path, metadata, overwrite, extra_files or {})
     log.info("saved %s in %.1f s", path, time.perf_counter() - started)
     return path
 
@@ -323,7 +327,9 @@ def _interrupts_raise():
             signal.signal(number, handler)
 
 
-def _save_atomically(program, path: Path, metadata: dict, overwrite: bool) -> None:
+def _save_atomically(
+    program, path: Path, metadata: dict, overwrite: bool, extra_files: Mapping[str, Callable]
+) -> None:
     _remove_stale_staging(path)
     created = [p for p in [path.parent, *path.parent.parents] if not p.exists()]
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -337,6 +343,8 @@ def _save_atomically(program, path: Path, metadata: dict, overwrite: bool) -> No
         with _interrupts_raise():
             fresh = staging / path.name
             asset = program.save_asset(fresh)
+            for name, write in extra_files.items():
+                write(fresh / name)
             stored = _without_none(metadata)  # the asset's metadata has no null
             asset.update_metadata(lambda m: m.set_custom(METADATA_KEY, stored))
             # Every file's size and hash, checked before the runtime opens the asset

@@ -78,6 +78,7 @@ ENTRY = register(
         tiny=TINY,
         towers=("vision_", "audio_", "embed_vision", "embed_audio"),
         unused_weights=_kv_sharing_weights,
+        sidecar_option="ple_sidecar",  # the per-layer-embedding table (zoo.core.sidecar)
     )
 )
 load_gemma4 = ENTRY.load

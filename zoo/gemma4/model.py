@@ -156,8 +156,16 @@ class Gemma4(nn.Module):
     """
 
     name = "gemma4"  # the zoo entry, recorded in the asset's DecodeSpec
+    # a sidecar input -> the checkpoint table (our name) its rows come from
+    SIDECAR_WEIGHTS = {"per_layer_embeddings": "embed_tokens_per_layer.weight"}
 
-    def __init__(self, config: Gemma4Config, strategy: KVStrategy, capacity: int) -> None:
+    def __init__(
+        self,
+        config: Gemma4Config,
+        strategy: KVStrategy,
+        capacity: int,
+        ple_sidecar: bool = False,
+    ) -> None:
         super().__init__()
         strategy.check_serves("Gemma 4")
         self.config, self.strategy, self.capacity = config, strategy, capacity
@@ -171,10 +179,17 @@ class Gemma4(nn.Module):
             None if config.tie_word_embeddings else nn.Linear(hidden, config.vocab_size, bias=False)
         )
         self.ple_dim = config.hidden_size_per_layer_input
-        if self.ple_dim:
+        # `ple_sidecar`: the PLE table stays out of the graph, as an int8 file beside it whose
+        # rows the host looks up per token (zoo.core.sidecar); the loader sets the source.
+        self.sidecar_inputs = {}  # input name -> row width, looked up by the host
+        self.sidecars = {}  # input name -> zoo.core.sidecar.SidecarSource
+        if self.ple_dim and ple_sidecar:
+            self.sidecar_inputs["per_layer_embeddings"] = layers * self.ple_dim
+        elif self.ple_dim:
             self.embed_tokens_per_layer = nn.Embedding(
                 config.vocab_size_per_layer_input, layers * self.ple_dim
             )
+        if self.ple_dim:
             self.per_layer_model_projection = nn.Linear(hidden, layers * self.ple_dim, bias=False)
             self.per_layer_projection_norm = RMSNorm(self.ple_dim, config.rms_norm_eps)
 
@@ -191,11 +206,14 @@ class Gemma4(nn.Module):
                 shapes.update(layer.self_attn.cache.shapes())
         return shapes
 
-    def per_layer_inputs(self, input_ids: torch.Tensor, embeds: torch.Tensor) -> torch.Tensor:
+    def per_layer_inputs(self, input_ids, embeds, step: dict) -> torch.Tensor:
         """PLE: a token-identity embedding plus a projection of the context embedding."""
         batch, length = input_ids.shape
         shape = (batch, length, len(self.layers), self.ple_dim)
-        identity = self.embed_tokens_per_layer(input_ids) * self.ple_dim**0.5
+        if "per_layer_embeddings" in self.sidecar_inputs:  # rows the host looked up
+            identity = step["per_layer_embeddings"] * self.ple_dim**0.5
+        else:
+            identity = self.embed_tokens_per_layer(input_ids) * self.ple_dim**0.5
         context = self.per_layer_model_projection(embeds) * self.config.hidden_size**-0.5
         context = self.per_layer_projection_norm(context.reshape(shape))
         return (context + identity.reshape(shape)) * 2**-0.5
@@ -204,7 +222,7 @@ class Gemma4(nn.Module):
         masks = {"full": step["attn_mask"], "sliding": step["sliding_mask"]}
 
         h = self.embed_tokens(input_ids) * self.config.hidden_size**0.5
-        per_layer = self.per_layer_inputs(input_ids, h) if self.ple_dim else None
+        per_layer = self.per_layer_inputs(input_ids, h, step) if self.ple_dim else None
         for i, layer in enumerate(self.layers):
             layer_input = per_layer[:, :, i] if per_layer is not None else None
             h = layer(h, layer_input, positions, masks, step, caches)

@@ -134,11 +134,10 @@ def test_gemma4_global_head_dim_spelling_loads(tmp_path):
 def test_multimodal_tying_follows_the_top_level(tmp_path):
     """text_config says tied, the top level (which transformers follows) does not: the
     checkpoint's lm_head.weight must be used (before: `22 22 22 ...`)."""
-    from zoo.qwen3_5 import TEXT
+    from zoo.qwen3_5 import TINY
 
-    text = {**TEXT, "tie_word_embeddings": True}
-    vision = dict(depth=1, hidden_size=32, intermediate_size=64, num_heads=2, out_hidden_size=64)
-    config = transformers.Qwen3_5Config(text_config=text, vision_config=vision)
+    text = {**TINY.text, "tie_word_embeddings": True}
+    config = transformers.Qwen3_5Config(text_config=text, **TINY.towers)
     torch.manual_seed(0)
     reference = transformers.Qwen3_5ForConditionalGeneration(config).eval()
     assert not config.tie_word_embeddings and config.text_config.tie_word_embeddings
