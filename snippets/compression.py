@@ -47,6 +47,27 @@ for key in (
 assert row["runtime vs compressed eager (max abs)"] < 1e-4
 # --8<-- [end:quality]
 
+# --8<-- [start:sidecar]
+from zoo.core.decode import torch_logits
+from zoo.gemma4 import export_gemma4, load_gemma4
+from zoo.gemma4 import make_tiny_checkpoint as make_tiny_gemma4
+
+gemma = make_tiny_gemma4(workdir / "tiny-gemma4", "kv-sharing")
+prompt = [2, 17, 33, 91, 5, 77, 12, 9]
+model = load_gemma4(gemma, "input-mask-blend", capacity=64, ple_sidecar=True)
+asset = export_gemma4(
+    model, workdir / "gemma4-ple.aimodel", chunk=4, compress="palettize4"
+)
+for file in sorted(asset.iterdir()):
+    print(f"{file.name:40} {file.stat().st_size:>8} bytes")
+with Generator(asset) as generator:  # looks up each token's row in the sidecar
+    runtime = [generator.feed([token]) for token in prompt]
+eager = torch_logits(model, prompt)[0].numpy()  # the same int8 rows, in torch
+error = max(abs(r - e).max() for r, e in zip(runtime, eager, strict=True))
+print(f"runtime vs eager, max abs: {error:.1e}")
+assert error < 1e-4
+# --8<-- [end:sidecar]
+
 # --8<-- [start:fp16]
 from zoo.lab.compression import fp16_cast_on_gated_delta
 
