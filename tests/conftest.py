@@ -32,7 +32,9 @@ def make_site(tmp_path):
         config = re.sub(r"^nav:\n(?:  .*\n)+", nav, config, flags=re.M)
         config = config.replace("- zoo/site/hooks.py", f"- {ROOT / 'zoo/site/hooks.py'}")
         # llms.txt lists the site's own pages by name: not those of a test site
-        config = re.sub(r"^  # /llms\.txt.*?(?=^markdown_extensions:)", "", config, flags=re.M | re.S)
+        config = re.sub(
+            r"^  # /llms\.txt.*?(?=^markdown_extensions:)", "", config, flags=re.M | re.S
+        )
         (tmp_path / "mkdocs.yml").write_text(config)
         for name, text in pages.items():
             (tmp_path / "docs" / name).parent.mkdir(parents=True, exist_ok=True)

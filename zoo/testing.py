@@ -33,11 +33,13 @@ class ExportedAssets(dict):
         super().__init__()
         self.directory, self.export = directory, export
 
-    def __missing__(self, key):
-        variant, strategy, layout = (*key, "default")[:3]
-        path = self.directory / f"{variant}-{strategy}-{layout}.aimodel"
-        self[key] = self.export(variant, strategy, path, **TEST_LAYOUTS[layout])
-        return self[key]
+    def __getitem__(self, key):
+        variant, strategy, layout = (*key, "default")[:3]  # one asset per normalised key
+        key = (variant, strategy, layout)
+        if key not in self:
+            path = self.directory / f"{variant}-{strategy}-{layout}.aimodel"
+            self[key] = self.export(variant, strategy, path, **TEST_LAYOUTS[layout])
+        return super().__getitem__(key)
 
 
 RECORD_ENV = "ZOO_RECORD_DIR"

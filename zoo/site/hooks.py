@@ -59,7 +59,9 @@ def on_page_markdown(markdown: str, page, config, files) -> str:
 
     markdown = MARKER.sub(replace, markdown)
     try:  # what the included recipe sections and the command lines print
-        markdown = add_outputs(markdown, Path(config["config_file_path"]).parent)
+        # recipes are found beside mkdocs.yml (the docs directory's parent by default)
+        config_file = config.get("config_file_path") or Path(config["docs_dir"]).parent / "x"
+        markdown = add_outputs(markdown, Path(config_file).parent)
     except (RecipeError, FileNotFoundError) as exc:
         raise PluginError(f"docs/{page.file.src_uri}: {exc}") from exc
     if re.search(r"<!--\s*zoo:", markdown):  # e.g. a marker after text on its line

@@ -112,7 +112,7 @@ def test_bad_input_gives_one_clear_line(work, line, code, fragment, capsys, monk
     monkeypatch.chdir(work)
     before = snapshot(work)
     try:
-        got = run("gemma4", load_gemma4, export_gemma4, line.split())
+        got = run("gemma4", line.split())
     except SystemExit as exit:  # argparse's own usage errors
         got = exit.code
     err = capsys.readouterr().err
@@ -130,18 +130,13 @@ def test_bad_input_gives_one_clear_line(work, line, code, fragment, capsys, monk
 def test_debug_shows_the_traceback(work, monkeypatch):
     monkeypatch.chdir(work)
     with pytest.raises(FileNotFoundError):
-        run(
-            "gemma4",
-            load_gemma4,
-            export_gemma4,
-            ["--debug", "generate", "x.aimodel"] + ["--prompt-ids", "2"],
-        )
+        run("gemma4", ["--debug", "generate", "x.aimodel", "--prompt-ids", "2"])
 
 
 def test_a_late_context_error_starts_its_own_line(work, capfd, monkeypatch):
     monkeypatch.chdir(work)
     line = "generate g4.aimodel --max-new-tokens 10 --prompt-ids " + ",".join(["2"] * 60)
-    assert run("gemma4", load_gemma4, export_gemma4, line.split()) == 2
+    assert run("gemma4", line.split()) == 2
     captured = capfd.readouterr()
     assert captured.out.endswith("\n")  # the tokens' line is closed before the error
 
