@@ -8,42 +8,16 @@ Run: python snippets/gemma4_parity.py [--record DIR]   (all configs)
 import tempfile
 from pathlib import Path
 
-import torch
-
-from zoo.core.decode import Generator
-from zoo.core.reference import greedy_reference
-from zoo.gemma4 import (
-    export_gemma4,
-    load_gemma4,
-    make_tiny_checkpoint,
-    reference_model,
-    torch_logits,
-)
+from zoo.core.reference import parity_row
+from zoo.gemma4 import make_tiny_checkpoint
 
 PROMPT = [2, 17, 33, 91, 5, 77, 12, 9, 100, 3]  # longer than a prefill chunk
 
 
 def parity(variant: str, strategy: str, workdir: Path) -> dict:
     checkpoint = make_tiny_checkpoint(workdir / variant, variant)
-    reference = reference_model(checkpoint)
-    ours = load_gemma4(checkpoint, strategy, capacity=64)
-    with torch.no_grad():
-        want_logits = reference(torch.tensor([PROMPT])).logits
-    error = (torch_logits(ours, PROMPT) - want_logits).abs().max().item()
-
-    asset = export_gemma4(
-        ours, workdir / f"{variant}-{strategy}.aimodel", chunk=4
-    )
-    with Generator(asset) as generator:
-        got = generator.generate(PROMPT, 8, stop_token_ids=[])
-    want = greedy_reference(reference, PROMPT)
-    same = sum(a == b for a, b in zip(got, want, strict=True))
-    return {
-        "config": variant,
-        "KV strategy": strategy,
-        "logits max abs error (torch)": float(f"{error:.2g}"),
-        "greedy tokens on the runtime": f"{same}/8 identical",
-    }
+    asset = workdir / f"{variant}-{strategy}.aimodel"
+    return parity_row("gemma4", checkpoint, strategy, PROMPT, variant, asset)
 
 
 # --8<-- [end:parity]

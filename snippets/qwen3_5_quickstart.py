@@ -27,7 +27,6 @@ asset = export_qwen3_5(
 # --8<-- [end:export]
 
 # --8<-- [start:generate]
-import torch
 
 from zoo.core.decode import Generator
 from zoo.core.reference import greedy_reference
@@ -71,38 +70,20 @@ print({name: text.count("coreai.while") for name, text in graphs.items()})
 
 def parity_rows() -> list[dict]:
     """Both KV strategies on the 4- and 8-layer tiny checkpoints."""
-    from zoo.qwen3_5 import torch_logits
+    from zoo.core.reference import parity_row
 
     rows = []
     for layers in (4, 8):
         directory = make_tiny_checkpoint(
             f"tiny-qwen3_5-{layers}", num_hidden_layers=layers
         )
-        reference = reference_model(directory)
-        with torch.no_grad():
-            want_logits = reference(torch.tensor([prompt])).logits
-        want = greedy_reference(reference, prompt)
         for strategy in ("runtime-index", "input-mask-blend"):
-            ours = load_qwen3_5(directory, strategy, capacity=64)
-            error = (
-                (torch_logits(ours, prompt) - want_logits).abs().max().item()
-            )
-            path = export_qwen3_5(
-                ours,
-                f"tiny-qwen3_5-{layers}-{strategy}.aimodel",
-                chunk=4,
-                overwrite=True,
-            )
-            with Generator(path) as generator:
-                got = generator.generate(prompt, 8, stop_token_ids=[])
-            same = sum(a == b for a, b in zip(got, want, strict=True))
+            asset = f"tiny-qwen3_5-{layers}-{strategy}.aimodel"
+            label = f"{layers} layers"
             rows.append(
-                {
-                    "config": f"{layers} layers",
-                    "KV strategy": strategy,
-                    "logits max abs error (torch)": float(f"{error:.2g}"),
-                    "greedy tokens on the runtime": f"{same}/8 identical",
-                }
+                parity_row(
+                    "qwen3_5", directory, strategy, prompt, label, asset
+                )
             )
     return rows
 

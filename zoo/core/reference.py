@@ -74,3 +74,41 @@ def write_tiny_checkpoint(entry, directory: Path, text: dict, seed: int, multimo
     model.eval().save_pretrained(directory)
     write_tokenizer(directory, text["vocab_size"])
     return directory
+
+
+def parity_row(
+    model: str,
+    checkpoint: str | Path,
+    strategy: str,
+    prompt: list[int],
+    label: str,
+    asset: str | Path,
+    capacity: int = 64,
+    chunk: int = 4,
+) -> dict:
+    """One row of a parity table: our decoder (zoo model `model`, loaded from `checkpoint`
+    with a KV `strategy`) against transformers on the same weights: the max abs error of
+    the torch logits over `prompt`, and 8 greedy tokens on the Core AI runtime (the asset
+    exported to `asset`) against transformers' `generate`."""
+    import torch
+
+    from zoo.core.decode import Generator, export_model, torch_logits
+    from zoo.core.entry import get_entry
+
+    entry = get_entry(model)
+    reference = entry.reference_model(checkpoint)
+    ours = entry.load(checkpoint, strategy, capacity)
+    with torch.no_grad():
+        want_logits = reference(torch.tensor([prompt])).logits
+    error = (torch_logits(ours, prompt) - want_logits).abs().max().item()
+    path = export_model(ours, asset, chunk=chunk, overwrite=True)
+    with Generator(path) as generator:
+        got = generator.generate(prompt, 8, stop_token_ids=[])
+    want = greedy_reference(reference, prompt)
+    same = sum(a == b for a, b in zip(got, want, strict=True))
+    return {
+        "config": label,
+        "KV strategy": strategy,
+        "logits max abs error (torch)": float(f"{error:.2g}"),
+        "greedy tokens on the runtime": f"{same}/8 identical",
+    }
