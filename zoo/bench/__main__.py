@@ -82,7 +82,7 @@ def run_bench(
     results = {}
     for name in shape_names:
         shape = ALL_SHAPES[name]
-        rows, latency, outcomes = [], [], []
+        rows, latency, outcomes, first_tokens = [], [], [], []
         for strategy, layout in cells_for(shape, quick):
             say(f"{name}: {strategy}, layout {layout}: export, load, time ...")
             cell_args = (name, strategy, layout, workdir, repeats)
@@ -96,13 +96,14 @@ def run_bench(
                 continue
             cell = outcome.result
             roofline_ms = cell["weights MB/token"] / bandwidth  # MB / (GB/s) = ms
-            row = {key: value for key, value in cell.items() if key != "latency"}
+            row = {k: v for k, v in cell.items() if k not in ("latency", "first tokens")}
             row["roofline ms"] = round(roofline_ms, 1)
             row["of roofline"] = f"{roofline_ms / cell['decode ms']:.0%}"
             rows.append(row)
             latency += [
                 {"strategy": f"{strategy} ({layout})", **point} for point in cell["latency"]
             ]
+            first_tokens += cell["first tokens"]
             say(
                 f"  decode {cell['decode ms']} ms ({cell['decode tok/s']} tok/s), eager "
                 f"{cell['eager decode ms']} ms, runtime / eager {cell['runtime / eager']}, "
@@ -127,6 +128,7 @@ def run_bench(
             "cells": rows,
             "outcomes": outcomes,
             "latency": latency,
+            "first tokens": first_tokens,  # time to first token against prompt length
         }
         if record_dir:
             path = write_record(record_dir, f"bench-{name}", results[name], default_compute_unit())

@@ -65,13 +65,38 @@ def _export(shape_name: str, strategy: str, layout: dict, asset: str):
 def _inputs(shape: Shape, spec):
     """A seeded prompt within the vocabularies, and the step inputs at a position."""
     vocab = min(shape.config["vocab_size"], shape.config.get("vocab_size_per_layer_input", 1e9))
-    prompt = np.random.default_rng(0).integers(3, vocab, shape.prompt).tolist()
+    longest = max(shape.prompt, *shape.first_token_prompts)
+    prompt = np.random.default_rng(0).integers(3, vocab, longest).tolist()
 
     def inputs_at(position: int, length: int) -> dict[str, np.ndarray]:
-        ids = np.array([prompt[:length]], np.int32)
+        ids = np.array([prompt[position : position + length]], np.int32)
         return {"input_ids": ids, **spec.host_inputs(position, length)}
 
     return inputs_at, prompt
+
+
+def _tries(prompt_tokens: int) -> int:
+    """A long prompt takes a minute at real shapes: one try; short ones, the median of 3."""
+    return 1 if prompt_tokens > 64 else 3
+
+
+def _eager_first_token(model, spec, inputs_at, length: int) -> float:
+    """Seconds torch eager takes to read a `length`-token prompt and pick the first token:
+    whole chunks with the last row's logits only, then single steps, as `Generator`."""
+    from zoo.core.decode import FlatDecoder
+
+    prefill, decode = FlatDecoder(model, spec, last_row_only=True), FlatDecoder(model, spec)
+    started = time.perf_counter()
+    states = [torch.zeros(s) for s in spec.state_shapes.values()]
+    position, logits = 0, None
+    with torch.no_grad():
+        while position < length:
+            step = spec.chunk if length - position >= spec.chunk else 1
+            tensors = [torch.from_numpy(v) for v in inputs_at(position, step).values()]
+            logits = (prefill if step > 1 else decode)(*tensors, *states)
+            position += step
+    int(logits[0, -1].argmax())
+    return time.perf_counter() - started
 
 
 def bench_cell(shape_name: str, strategy: str, layout: str, workdir: str, repeats: int = 5) -> dict:
@@ -86,6 +111,11 @@ def bench_cell(shape_name: str, strategy: str, layout: str, workdir: str, repeat
 
     # torch eager first, then free the model: the runtime holds its own copy of the weights.
     eager_prefill_s, eager_decode_s = _time_eager(model, spec, inputs_at, shape, repeats)
+    whole = layout == DEFAULT_LAYOUT  # first tokens and latency for the default layout only
+    eager_first = {
+        n: median_seconds(lambda n=n, m=model: _eager_first_token(m, spec, inputs_at, n), _tries(n))
+        for n in (shape.first_token_prompts if whole else ())
+    }
     weight_bytes = decode_weight_bytes(model)
     del model
     gc.collect()
@@ -95,7 +125,6 @@ def bench_cell(shape_name: str, strategy: str, layout: str, workdir: str, repeat
     load_s = time.perf_counter() - started
     # First token and latency against position for the default layout only: the other
     # layouts are there to compare a decode step and a prefill chunk.
-    whole = layout == DEFAULT_LAYOUT
     try:
 
         def call_at(position: int, length: int):
@@ -115,10 +144,29 @@ def bench_cell(shape_name: str, strategy: str, layout: str, workdir: str, repeat
             for position in (shape.positions if whole else ())
         ]
         first_token_s = (
-            median_seconds(lambda: generator.generate(prompt, 1, stop_token_ids=[]), 3)
+            median_seconds(
+                lambda: generator.generate(prompt[: shape.prompt], 1, stop_token_ids=[]), 3
+            )
             if whole
             else None
         )
+        first_tokens = []
+        for n in eager_first:
+            runtime_s = median_seconds(
+                lambda n=n: generator.generate(prompt[:n], 1, stop_token_ids=[]), _tries(n)
+            )
+            first_tokens += [
+                {
+                    "side": f"Core AI runtime ({strategy})",
+                    "prompt tokens": n,
+                    "first token ms": round(runtime_s * 1e3, 1),
+                },
+                {
+                    "side": f"torch eager ({strategy})",
+                    "prompt tokens": n,
+                    "first token ms": round(eager_first[n] * 1e3, 1),
+                },
+            ]
     finally:
         generator.close()
         shutil.rmtree(asset, ignore_errors=True)  # GBs at real shapes: one cell at a time
@@ -136,6 +184,7 @@ def bench_cell(shape_name: str, strategy: str, layout: str, workdir: str, repeat
         "prefill tok/s": round(shape.chunk / prefill_s, 1),
         "eager prefill tok/s": round(shape.chunk / eager_prefill_s, 1),
         "first token ms": round(first_token_s * 1e3) if whole else None,
+        "first tokens": first_tokens,
         "load s": round(load_s, 1),
         "export s": round(export_s),
         "weights MB/token": round(weight_bytes / 1e6),

@@ -20,6 +20,7 @@ class Shape:
     capacity: int = 2048
     chunk: int = 8
     prompt: int = 64
+    first_token_prompts: tuple[int, ...] = (16, 64, 512)  # time to first token, both sides
     strategies: tuple[str, ...] = ("runtime-index", "input-mask-blend")
     positions: tuple[int, ...] = (1, 2, 16, 128, 512, 1024, 1536, 2047)
 
@@ -95,6 +96,7 @@ TINY: dict[str, Shape] = {
         capacity=64,
         chunk=4,
         prompt=8,
+        first_token_prompts=(6, 16),
         strategies=("runtime-index",),
         positions=(1, 2, 32, 63),
     ),
@@ -121,6 +123,7 @@ TINY: dict[str, Shape] = {
         capacity=64,
         chunk=4,
         prompt=8,
+        first_token_prompts=(6, 16),
         strategies=("runtime-index",),
         positions=(1, 2, 32, 63),
     ),

@@ -182,6 +182,12 @@ def run(model_name: str, argv: list[str] | None = None) -> int:
         return 2
 
 
+def sidecar_wanted(preset, choice: str) -> bool:
+    """`--sidecar on|off`, or auto: lookup tables leave the graph when the weights are
+    compressed (a device build), and stay in it for an fp32/fp16 parity export."""
+    return preset.compress_weights is not None if choice == "auto" else choice == "on"
+
+
 def _export(args, entry, export) -> int:
     started = time.perf_counter()
     # Everything that can be refused is refused before the (long) load and export.
@@ -190,9 +196,8 @@ def _export(args, entry, export) -> int:
         raise ValueError(f"--chunk {args.chunk} is longer than --capacity {args.capacity}")
     preset = get_preset(args.compress)
     options = {}
-    if entry.sidecar_option:  # auto: a table out of the graph when the weights are compressed
-        sidecar = preset.compress_weights is not None if args.sidecar == "auto" else args.sidecar
-        options[entry.sidecar_option] = sidecar in (True, "on")
+    if entry.sidecar_option:
+        options[entry.sidecar_option] = sidecar_wanted(preset, args.sidecar)
     say(f"loading {args.checkpoint} ({args.strategy} KV writes, capacity {args.capacity})")
     model = entry.load(args.checkpoint, args.strategy, args.capacity, **options)
     layout = resolve_layout(args.weights_layout, args.keys_layout)

@@ -115,3 +115,44 @@ def fp16_cast_on_gated_delta(workdir: str | Path) -> str:
     except ExportError as error:
         return str(error)
     return "exported"
+
+
+def projection_profile(preset: str, workdir: str, rows: int = 4096, columns: int = 1024) -> dict:
+    """One `nn.Linear(columns, rows)` stored with `preset`, exported alone and timed on the
+    runtime: median ms per call over 20 warm calls, the first calls, and the runtime
+    profiler's most expensive op (run it with `run_isolated`)."""
+    import time
+
+    import torch
+
+    from zoo.core.compress import get_preset
+    from zoo.core.export import export
+    from zoo.core.runtime import Model
+    from zoo.lab.profile import profile_call
+
+    torch.manual_seed(0)
+    module = torch.nn.Sequential(torch.nn.Linear(columns, rows, bias=False)).eval()
+    x = torch.randn(1, 1, columns)
+    compress = get_preset(preset).compress_weights
+    if compress is not None:
+        module = compress(module, (x,)).eval()
+    path = Path(workdir) / f"projection-{preset}.aimodel"
+    export(module, (x,), path, input_names=["x"], output_names=["y"], overwrite=True)
+    with Model.load(path) as model:
+        function, inputs = model.function("main"), {"x": x.numpy()}
+        seconds = []
+        for _ in range(25):
+            started = time.perf_counter()
+            function(inputs, {})
+            seconds.append(time.perf_counter() - started)
+        ops = profile_call(model, "main", inputs, {})
+    top = ops[0] if ops else {"op": "-", "share": "-"}
+    return {
+        "preset": preset,
+        "asset bytes": sum(f.stat().st_size for f in path.iterdir() if f.is_file()),
+        "first call ms": round(seconds[0] * 1e3, 2),
+        "call 2-5 ms": round(float(np.median(seconds[1:5])) * 1e3, 2),
+        "warm ms (median of 20)": round(float(np.median(seconds[5:])) * 1e3, 2),
+        "most expensive op": top["op"],
+        "its share": top["share"],
+    }

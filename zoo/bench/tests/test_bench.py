@@ -49,6 +49,10 @@ def test_bench_records_every_cell_with_provenance(bench_records):
         positions = [p["context position"] for p in record["results"]["latency"]]
         assert positions == list(shape.positions)
         assert [o["outcome"] for o in record["results"]["outcomes"]] == ["ok"]
+        first = record["results"]["first tokens"]  # runtime beside eager, per prompt length
+        assert sorted({row["prompt tokens"] for row in first}) == list(shape.first_token_prompts)
+        assert {row["side"].split(" (")[0] for row in first} == {"Core AI runtime", "torch eager"}
+        assert all(row["first token ms"] > 0 for row in first)
 
 
 def test_bench_command_refuses_unknown_shapes():

@@ -91,18 +91,25 @@ def test_a_sidecar_lookup_outside_the_table_is_refused(sidecar_asset):
         assert table.lookup(np.array([[3, 4]])).shape == (1, 2, table.width)
 
 
-@pytest.mark.parametrize("compress,sidecar", [("int8", "auto"), ("fp32", "auto"), ("int8", "off")])
-def test_the_cli_keeps_the_table_out_when_the_weights_are_compressed(
-    checkpoints, tmp_path, compress, sidecar
-):
+@pytest.mark.parametrize(
+    "compress,choice,wanted",
+    [("int8", "auto", True), ("palettize4", "auto", True), ("fp32", "auto", False)]
+    + [("fp16", "auto", False), ("int8", "off", False), ("fp32", "on", True)],
+)
+def test_sidecar_auto_means_on_for_compressed_weights(compress, choice, wanted):
+    from zoo.core.cli import sidecar_wanted
+    from zoo.core.compress import get_preset
+
+    assert sidecar_wanted(get_preset(compress), choice) is wanted
+
+
+def test_the_cli_keeps_the_table_out_of_a_compressed_export(checkpoints, tmp_path):
     out = tmp_path / "cli.aimodel"
     command = [sys.executable, "-m", "zoo.gemma4", "export", str(checkpoints["kv-sharing"])]
-    command += [str(out), "--capacity", "32", "--chunk", "4", "--compress", compress]
-    done = subprocess.run([*command, "--sidecar", sidecar], capture_output=True, text=True)
+    command += [str(out), "--capacity", "32", "--chunk", "4", "--compress", "int8"]
+    done = subprocess.run(command, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
-    expected = compress != "fp32" and sidecar != "off"
-    assert (out / SIDECAR).exists() == expected
-    assert bool(read_metadata(out)["decode"]["sidecars"]) == expected
+    assert (out / SIDECAR).exists() and read_metadata(out)["decode"]["sidecars"]
     generate = [sys.executable, "-m", "zoo.gemma4", "generate", str(out), "--prompt-ids", "2,17"]
     done = subprocess.run([*generate, "--max-new-tokens", "3"], capture_output=True, text=True)
     assert done.returncode == 0 and len(done.stdout.split()) == 3, done.stderr
