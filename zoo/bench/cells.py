@@ -69,7 +69,8 @@ def _inputs(shape: Shape, spec):
     prompt = np.random.default_rng(0).integers(3, vocab, longest).tolist()
 
     def inputs_at(position: int, length: int) -> dict[str, np.ndarray]:
-        ids = np.array([prompt[position : position + length]], np.int32)
+        # the prompt's own tokens where it has them (first tokens), any tokens past it
+        ids = np.array([[prompt[(position + i) % len(prompt)] for i in range(length)]], np.int32)
         return {"input_ids": ids, **spec.host_inputs(position, length)}
 
     return inputs_at, prompt
