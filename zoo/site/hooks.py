@@ -36,22 +36,13 @@ from pathlib import Path
 from mkdocs.exceptions import PluginError
 
 from zoo.core.provenance import describe
-from zoo.site.outputs import add_outputs, prefetch
+from zoo.site.outputs import add_outputs
 from zoo.site.recipes import RecipeError
 from zoo.site.source import source_block
 
 MARKER = re.compile(
     r"^(?P<indent>[ \t]*)<!--\s*zoo:(?P<kind>\w+)\s+(?P<args>[^>]*?)\s*-->", re.MULTILINE
 )
-
-
-def on_files(files, config):
-    """Every recipe the pages include or run after starts running in the background now."""
-    docs = Path(config["docs_dir"])
-    pages = [docs / f.src_uri for f in files if f.src_uri.endswith(".md")]
-    config_file = config.get("config_file_path") or docs.parent / "x"
-    prefetch(pages, Path(config_file).parent)
-    return files
 
 
 def on_page_markdown(markdown: str, page, config, files) -> str:

@@ -82,24 +82,3 @@ def add_outputs(markdown: str, base: Path) -> str:
         return match[0] + output_block(output, match["indent"])
 
     return FENCE.sub(replace, markdown)
-
-
-RECIPE_NAME = re.compile(r"""(?:--8<--\s+["']|\brun=["'])(?P<path>snippets/[^"':]+\.py)""")
-_PREFETCH: list = []  # the pool of the build in progress (kept alive until the build ends)
-
-
-def prefetch(pages: list[Path], base: Path, workers: int = 2) -> None:
-    """Start running every recipe the pages use, `workers` at a time, in the background.
-
-    The build renders pages one after the other and waits for each page's recipes; another
-    process (a test worker) may be running one of them. Meanwhile the pool runs the others,
-    so no core waits idle. `run_recipe` runs each once (a lock per recipe, a kept result)."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    recipes = sorted({m["path"] for page in pages for m in RECIPE_NAME.finditer(page.read_text())})
-    pool = ThreadPoolExecutor(workers, thread_name_prefix="zoo-recipe")
-    for recipe in recipes:
-        if (base / recipe).is_file():
-            pool.submit(run_recipe, recipe, base)
-    pool.shutdown(wait=False)
-    _PREFETCH.append(pool)
