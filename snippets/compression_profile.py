@@ -10,10 +10,12 @@ import tempfile
 from zoo.lab.compression import projection_profile
 from zoo.lab.isolate import run_isolated
 
-workdir = tempfile.mkdtemp()
 rows = []
 for preset in ("fp32", "int8", "int4-block32", "palettize4"):
-    outcome = run_isolated(projection_profile, preset, workdir, timeout=600)
+    with tempfile.TemporaryDirectory() as workdir:  # the assets go when timed
+        outcome = run_isolated(
+            projection_profile, preset, workdir, timeout=600
+        )
     assert outcome.ok, f"{preset}: {outcome.summary()}\n{outcome.detail}"
     row = outcome.result
     rows.append(row)

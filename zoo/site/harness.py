@@ -25,7 +25,13 @@ from pathlib import Path
 import markdown
 from mkdocs.config import load_config
 
-from zoo.site.recipes import RecipeError, read_sections, run_commands, run_recipe
+from zoo.site.recipes import (
+    RecipeError,
+    child_env,
+    read_sections,
+    run_commands,
+    run_recipe,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 PYTHON_LANGUAGES = {"python", "py", "python3"}
@@ -301,8 +307,7 @@ def _execute_inline(page: str, runnable: list[Block], timeout: float) -> dict:
         run_dir = Path(workdir) / "cwd"
         run_dir.mkdir()
         # The page runs in an empty directory; the repo root stays importable.
-        python_path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
-        env = {**os.environ, "PYTHONPATH": python_path}
+        env = child_env(Path(workdir) / "tmp")
         command = [sys.executable, "-m", "zoo.site._run_blocks", str(plan), str(result)]
         try:
             process = subprocess.run(

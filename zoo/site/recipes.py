@@ -77,6 +77,18 @@ class RecipeRun:
         return "ran" if self.ok else f"failed: {self.error}"
 
 
+def child_env(tmp: Path | None = None, **extra: str) -> dict[str, str]:
+    """The environment of a recipe's or a page's child process: the checkout importable,
+    and (with `tmp`) a TMPDIR of the run's own, so a recipe's temporary files go with the
+    run instead of piling up in the machine's $TMPDIR."""
+    env = {**os.environ, **extra}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    if tmp is not None:
+        tmp.mkdir(parents=True, exist_ok=True)
+        env["TMPDIR"] = str(tmp)
+    return env
+
+
 def runs_directory() -> Path:
     return Path(os.environ.get(RUNS_ENV) or ROOT / ".cache" / "recipes")
 
@@ -147,10 +159,7 @@ def _run(recipe: str, path: Path, directory: Path, timeout: float) -> None:
     staged = directory / "run.partial.json"
     arguments = recipe_arguments(path, directory / "records")
     command = [sys.executable, "-m", "zoo.site._run_recipe", str(path), str(staged)]
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
-    }
+    env = child_env(directory / "tmp")
     print(f"zoo: running {recipe} ...", file=sys.stderr, flush=True)
     try:
         done = subprocess.run(
@@ -190,14 +199,9 @@ def run_commands(recipe: str, script: str, base: Path = ROOT, timeout: float = T
             scratch = run.directory / f"commands-{key}"
             shutil.rmtree(scratch, ignore_errors=True)
             shutil.copytree(run.cwd, scratch, copy_function=os.link)
-            bin_dir = str(Path(sys.executable).parent)
-            env = {
-                **os.environ,
-                "PATH": os.pathsep.join([bin_dir, os.environ.get("PATH", "")]),
-                "PYTHONPATH": os.pathsep.join(
-                    filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])
-                ),
-            }
+            bin_dir = str(Path(sys.executable).parent)  # `python` is this interpreter
+            path = os.pathsep.join([bin_dir, os.environ.get("PATH", "")])
+            env = child_env(run.directory / "tmp", PATH=path)
             try:
                 done = subprocess.run(
                     ["bash", "-e", "-o", "pipefail", "-c", script],
