@@ -283,41 +283,75 @@ def find_tensor(
     raise CheckpointError(f"{directory}: no tensor {name} in its safetensors files")
 
 
+@contextlib.contextmanager
+def parameters_on_meta():
+    """Build modules whose parameters live on the meta device (no memory, no init time)
+    while their buffers are real (computed in `__init__`: RoPE frequencies, scalars)."""
+    register = torch.nn.Module.register_parameter
+
+    def register_on_meta(self, name, param):
+        if param is not None and param.device.type != "meta":
+            param = torch.nn.Parameter(param.to("meta"), requires_grad=param.requires_grad)
+        register(self, name, param)
+
+    torch.nn.Module.register_parameter = register_on_meta
+    try:
+        yield
+    finally:
+        torch.nn.Module.register_parameter = register
+
+
+# (our module name, module with its own tensors loaded) -> the module to keep in its place
+Loaded = Callable[[str, torch.nn.Module], torch.nn.Module]
+
+
 def build_and_load(
     build: Callable[[], torch.nn.Module],
     directory: str | Path,
     rename: Callable[[str], str | None],
     ignore: Iterable[str] = (),
+    loaded: Loaded | None = None,
 ) -> torch.nn.Module:
-    """`build()` the model and load the checkpoint into it, after checking on a meta-device
-    copy (no memory, no time) that the tensors fit: a config that does not match the
-    weights fails in a second, not after building a full-size model."""
-    with torch.device("meta"):
-        skeleton = build()
-    check_tensors(skeleton, directory, rename, ignore)
-    del skeleton
-    module = build()
-    load_into(module, directory, rename, ignore)
-    return module
+    """`build()` the model with its parameters on the meta device, check that the
+    checkpoint's tensors fit (names and shapes from the safetensors headers: a config that
+    does not match the weights fails in a second), then read the tensors one module at a
+    time, each in its stored dtype (bf16 in a released checkpoint) converted to the
+    parameter's dtype only when it is read.
+
+    `loaded(name, module)` sees each module as soon as its own tensors are in and returns
+    what to keep in its place (e.g. the module compressed, `zoo.core.compress`): so a
+    whole-model float32 copy never exists, only one module's."""
+    with parameters_on_meta():
+        model = build()
+    found = check_tensors(model, directory, rename, ignore)
+    owned: dict[str, list[str]] = {}
+    for name in found:
+        owned.setdefault(name.rpartition(".")[0], []).append(name)
+    with contextlib.ExitStack() as files, torch.no_grad():
+        handles: dict[Path, object] = {}
+        for owner, module in list(model.named_modules()):
+            for name in owned.get(owner, ()):
+                path, key = found[name]
+                if path not in handles:
+                    handles[path] = files.enter_context(_open_safetensors(path))
+                _assign(module, name.rpartition(".")[2], handles[path].get_tensor(key))
+            if loaded is not None and owner in owned:
+                kept = loaded(owner, module)
+                if kept is not module:
+                    parent, _, leaf = owner.rpartition(".")
+                    setattr(model.get_submodule(parent) if parent else model, leaf, kept)
+    left = [name for name, p in model.named_parameters() if p.device.type == "meta"]
+    if left:
+        raise CheckpointError(f"{directory}: no tensors were read for {_listed(left)}")
+    return model
 
 
-def load_into(
-    module: torch.nn.Module,
-    directory: str | Path,
-    rename: Callable[[str], str | None],
-    ignore: Iterable[str] = (),
-) -> None:
-    """Copy the checkpoint's tensors into `module`'s parameters and buffers.
-
-    `rename` maps a checkpoint name to the module's name, or None for a tensor to skip
-    (e.g. a vision tower). Everything is checked first (`check_tensors`).
-    """
-    found = check_tensors(module, directory, rename, ignore)
-    targets = _targets(module)
-    by_file: dict[Path, list[tuple[str, str]]] = {}
-    for name, (path, key) in found.items():
-        by_file.setdefault(path, []).append((name, key))
-    for path, pairs in by_file.items():
-        with _open_safetensors(path) as tensors, torch.no_grad():
-            for name, key in pairs:
-                targets[name].copy_(tensors.get_tensor(key).to(targets[name].dtype))
+def _assign(module: torch.nn.Module, leaf: str, tensor: torch.Tensor) -> None:
+    """Put a checkpoint tensor in place of a (meta) parameter, or into a buffer."""
+    if leaf in module._parameters:
+        target = module._parameters[leaf]
+        module._parameters[leaf] = torch.nn.Parameter(
+            tensor.to(target.dtype), requires_grad=target.requires_grad
+        )
+    else:
+        module._buffers[leaf].copy_(tensor.to(module._buffers[leaf].dtype))

@@ -185,7 +185,7 @@ def run(model_name: str, argv: list[str] | None = None) -> int:
 def sidecar_wanted(preset, choice: str) -> bool:
     """`--sidecar on|off`, or auto: lookup tables leave the graph when the weights are
     compressed (a device build), and stay in it for an fp32/fp16 parity export."""
-    return preset.compress_weights is not None if choice == "auto" else choice == "on"
+    return preset.compresses_weights if choice == "auto" else choice == "on"
 
 
 def _export(args, entry, export) -> int:
@@ -198,8 +198,14 @@ def _export(args, entry, export) -> int:
     options = {}
     if entry.sidecar_option:
         options[entry.sidecar_option] = sidecar_wanted(preset, args.sidecar)
-    say(f"loading {args.checkpoint} ({args.strategy} KV writes, capacity {args.capacity})")
-    model = entry.load(args.checkpoint, args.strategy, args.capacity, **options)
+    as_loaded = f"; {args.compress} weights, module by module" if preset.compresses_weights else ""
+    say(
+        f"loading {args.checkpoint} ({args.strategy} KV writes, capacity {args.capacity}"
+        f"{as_loaded})"
+    )
+    model = entry.load(
+        args.checkpoint, args.strategy, args.capacity, compress=args.compress, **options
+    )
     layout = resolve_layout(args.weights_layout, args.keys_layout)
     stored = preset.layout(layout)
     say(

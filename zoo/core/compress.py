@@ -26,25 +26,31 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import torch
 from torch import nn
+from torch.nn.utils import parametrize
 
-LINEAR = "torch.nn.modules.linear.Linear"
-EMBEDDING = "torch.nn.modules.sparse.Embedding"
+# How one module is stored: ("quantize" | "palettize", a coreai-opt module config).
+Choice = tuple[str, object]
 
 
 @dataclass(frozen=True)
 class Preset:
     name: str
     summary: str
-    # (model, example forward arguments) -> the compressed model, or None: unchanged
-    compress_weights: Callable[[nn.Module, tuple], nn.Module] | None = None
+    # (our module name, module) -> how to store that module's weight, or None: as it is
+    weights: Callable[[str, nn.Module], Choice | None] | None = None
     # rewrites each torch.export program before conversion (the fp16 cast)
     program_pass: Callable | None = None
     # zoo model name -> why this preset cannot export it
     unsupported: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def compresses_weights(self) -> bool:
+        return self.weights is not None
 
     def check(self, model_name: str) -> None:
         reason = dict(self.unsupported).get(model_name)
@@ -53,20 +59,75 @@ class Preset:
 
     def layout(self, layout: dict[str, str]) -> dict[str, str]:
         """Weight compression acts on `nn.Linear` modules: keep them as authored."""
-        return {**layout, "weights": "linear"} if self.compress_weights else layout
+        return {**layout, "weights": "linear"} if self.weights else layout
 
-    def apply(self, model: nn.Module, spec) -> nn.Module:
-        if self.compress_weights is None:
-            return model
-        from zoo.core.decode import FlatDecoder, example_inputs
-
+    def compress_module(
+        self, name: str, module: nn.Module, store: str | Path | None = None
+    ) -> nn.Module:
+        """`module` with its weight stored as this preset says (itself if it says nothing).
+        Each module is compressed on its own, so a model can be compressed while it loads
+        (`zoo.core.checkpoint.build_and_load`); coreai-opt gives the same numbers as on the
+        whole model. With `store`, the compressed weights are written under it and
+        memory-mapped (coreai-opt's `mmap_dir`): they leave this process's memory."""
+        if self.weights is None or parametrize.is_parametrized(module):
+            return module
+        choice = self.weights(name, module)
+        if choice is None:
+            return module
+        kind, config = choice
+        holder = _Holder(module)
+        example = (
+            torch.zeros(1, module.in_features)
+            if isinstance(module, nn.Linear)
+            else torch.zeros(1, dtype=torch.long)
+        )
+        mmap_dir = None if store is None else str(Path(store) / (name or "model"))
         _quiet_imports()
-        _, arguments = example_inputs(spec, spec.chunk)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # coreai-opt's notes on untested torch versions
-            # coreai-opt calls the module with positional tensors: the flat form
-            compressed = self.compress_weights(FlatDecoder(model, spec), arguments)
-        return compressed.model.eval()
+            compressor = _compressor(kind, config, type(module))(holder)
+            compressor.prepare(example)
+            return compressor.finalize(mmap_dir=mmap_dir).inner.eval()
+
+    def apply(self, model: nn.Module, store: str | Path | None = None) -> nn.Module:
+        """Compress every module of a loaded `model` the preset names, in place."""
+        for name, module in list(model.named_modules()):
+            kept = self.compress_module(name, module, store)
+            if kept is not module:
+                parent, _, leaf = name.rpartition(".")
+                setattr(model.get_submodule(parent) if parent else model, leaf, kept)
+        return model.eval()
+
+
+class _Holder(nn.Module):
+    """A module alone, as coreai-opt compresses a model: one child to find by type."""
+
+    def __init__(self, inner: nn.Module) -> None:
+        super().__init__()
+        self.inner = inner
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.inner(x)
+
+
+def _compressor(kind: str, config, module_type: type):
+    """A coreai-opt compressor factory: holder -> object with prepare / finalize."""
+    type_name = f"{module_type.__module__}.{module_type.__name__}"
+    if kind == "quantize":
+        from coreai_opt.quantization import ExecutionMode, Quantizer, QuantizerConfig
+
+        quantizer_config = QuantizerConfig(
+            global_config=None,  # only the module named: norms, RoPE, SDPA stay as they are
+            module_type_configs={type_name: config},
+            execution_mode=ExecutionMode.EAGER,
+        )
+        return lambda holder: Quantizer(holder, quantizer_config)
+    from coreai_opt.palettization import KMeansPalettizer, KMeansPalettizerConfig
+
+    palettizer_config = KMeansPalettizerConfig(
+        global_config=None, module_type_configs={type_name: config}
+    )
+    return lambda holder: KMeansPalettizer(holder, palettizer_config)
 
 
 def _quiet_imports() -> None:
@@ -74,35 +135,29 @@ def _quiet_imports() -> None:
     its enums at import: nothing a reader of this CPU build can act on."""
     import logging
 
-    for name in ("torchao", "torch.utils._pytree"):
+    # coreai_opt: "Disabling palettization for weight 'inner.weight'" names our holder, not
+    # the module; what each preset leaves uncompressed is in docs/guides/compression.md
+    for name in ("torchao", "torch.utils._pytree", "coreai_opt"):
         logging.getLogger(name).setLevel(logging.ERROR)
 
 
-def _quantize(module_config) -> Callable[[nn.Module, tuple], nn.Module]:
-    def compress(model: nn.Module, arguments: tuple) -> nn.Module:
-        from coreai_opt.quantization import ExecutionMode, Quantizer, QuantizerConfig
-
-        config = QuantizerConfig(
-            global_config=None,  # only what is named below: norms, RoPE, SDPA stay as they are
-            # the embedding tables too: a tied head reads the same (dequantized) table, and
-            # a 248k-row table is a third of a small model
-            module_type_configs={LINEAR: module_config(), EMBEDDING: module_config()},
-            execution_mode=ExecutionMode.EAGER,
-        )
-        quantizer = Quantizer(model, config)
-        quantizer.prepare(arguments)
-        return quantizer.finalize()
-
-    return compress
+def _projection_or_table(module: nn.Module) -> bool:
+    return isinstance(module, nn.Linear | nn.Embedding)
 
 
-def _int8():
+def _int8(name: str, module: nn.Module) -> Choice | None:
+    # the embedding tables too: a tied head reads the same (dequantized) table, and a
+    # 248k-row table is a third of a small model
     from coreai_opt.quantization import ModuleQuantizerConfig
 
-    return ModuleQuantizerConfig.presets.w8()
+    return (
+        ("quantize", ModuleQuantizerConfig.presets.w8()) if _projection_or_table(module) else None
+    )
 
 
-def _int4_block32():
+def _int4_block32(name: str, module: nn.Module) -> Choice | None:
+    if not _projection_or_table(module):
+        return None
     from coreai_opt.quantization import ModuleQuantizerConfig, QuantizationSpec
     from coreai_opt.quantization.spec import (
         PerBlockGranularity,
@@ -116,31 +171,24 @@ def _int4_block32():
         qformulation=QuantizationFormulation.MINVAL,
         granularity=PerBlockGranularity(axis=1, block_size=32),
     )
-    return ModuleQuantizerConfig(
+    config = ModuleQuantizerConfig(
         op_input_spec=None, op_output_spec=None, op_state_spec={"weight": weight}
     )
+    return "quantize", config
 
 
-def _palettize4(model: nn.Module, arguments: tuple) -> nn.Module:
-    from coreai_opt.palettization import (
-        KMeansPalettizer,
-        KMeansPalettizerConfig,
-        ModuleKMeansPalettizerConfig,
-    )
+# Gemma 4's per-layer-embedding gate and projection: 8 bits, as Apple's preset
+EIGHT_BIT_LUT = ("per_layer_input_gate", "per_layer_projection")
 
-    eight_bit = ModuleKMeansPalettizerConfig.presets.w8()  # per tensor
-    config = KMeansPalettizerConfig(
-        global_config=None,
-        module_type_configs={LINEAR: ModuleKMeansPalettizerConfig.presets.w4(group_size=32)},
-        # Gemma 4's per-layer-embedding gate and projection: 8 bits, as Apple's preset
-        module_name_configs={
-            r".*per_layer_input_gate": eight_bit,
-            r".*per_layer_projection": eight_bit,
-        },
-    )
-    palettizer = KMeansPalettizer(model, config)
-    palettizer.prepare(arguments)
-    return palettizer.finalize()
+
+def _palettize4(name: str, module: nn.Module) -> Choice | None:
+    if not isinstance(module, nn.Linear):  # embedding tables stay fp32, as Apple's preset
+        return None
+    from coreai_opt.palettization import ModuleKMeansPalettizerConfig
+
+    if name.rpartition(".")[2] in EIGHT_BIT_LUT:
+        return "palettize", ModuleKMeansPalettizerConfig.presets.w8()  # per tensor
+    return "palettize", ModuleKMeansPalettizerConfig.presets.w4(group_size=32)
 
 
 def _fp16_pass(program):
@@ -170,11 +218,11 @@ PRESETS: dict[str, Preset] = {
             program_pass=_fp16_pass,
             unsupported=(("qwen3_5", FP16_GATED_DELTA),),
         ),
-        Preset("int8", "int8 weights per output channel (symmetric)", _quantize(_int8)),
+        Preset("int8", "int8 weights per output channel (symmetric)", _int8),
         Preset(
             "int4-block32",
             "uint4 weights per block of 32 inputs, asymmetric (Apple's Qwen3.5 default)",
-            _quantize(_int4_block32),
+            _int4_block32,
         ),
         Preset(
             "palettize4",

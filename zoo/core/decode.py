@@ -214,6 +214,12 @@ def export_model(
 
     preset = get_preset(compress)
     preset.check(model.name)
+    loaded_with = getattr(model, "compression", "fp32")
+    if loaded_with not in ("fp32", preset.name):
+        raise ValueError(
+            f"the model was loaded compressed with {loaded_with!r}: export it with "
+            f"compress={loaded_with!r} (or load it again without compression)"
+        )
     source = str(Path(checkpoint).resolve()) if checkpoint is not None else None
     layout = preset.layout(resolve_layout(weights, keys))
     apply_layout(model, layout["weights"], layout["keys"])
@@ -221,7 +227,7 @@ def export_model(
     spec.compression = preset.name
     check_destination(path, overwrite, source)
     return export_decoder(
-        preset.apply(model, spec), spec, path, overwrite=overwrite, program_pass=preset.program_pass
+        preset.apply(model), spec, path, overwrite=overwrite, program_pass=preset.program_pass
     )
 
 

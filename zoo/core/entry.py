@@ -69,11 +69,24 @@ class ModelEntry:
         directory: str | Path,
         strategy="runtime-index",
         capacity: int = 256,
+        compress: str = "fp32",
         **options,
     ) -> nn.Module:
-        """A ready-to-export decoder (eval mode, float32) with the checkpoint's weights."""
+        """A ready-to-export decoder (eval mode, float32) with the checkpoint's weights.
+
+        Tensors are read module by module in their stored dtype; with a `compress` preset
+        that compresses weights (`zoo.core.compress`), each module is compressed as soon as
+        it is read and its weights memory-mapped from a temporary directory the model holds
+        (`model.weight_store`): loading a bf16 checkpoint never makes a whole-model float32
+        copy. Export such a model with the same `compress`."""
+        import tempfile
+
+        from zoo.core.compress import get_preset
         from zoo.core.decode import check_capacity
         from zoo.core.kv import get_strategy
+
+        preset = get_preset(compress)
+        preset.check(self.name)
 
         config = self.config.from_checkpoint(directory)
         check_capacity(capacity)
@@ -90,7 +103,15 @@ class ModelEntry:
         sidecars = {n: skeleton.SIDECAR_WEIGHTS[n] for n in getattr(skeleton, "sidecar_inputs", {})}
         del skeleton
         ignored += list(sidecars.values())
-        model = build_and_load(build, directory, self.checkpoint_name, ignored)
+        loaded, store = None, None
+        if preset.compresses_weights:
+            store = tempfile.TemporaryDirectory(prefix="zoo-weights-")
+
+            def loaded(name: str, module: nn.Module) -> nn.Module:
+                return preset.compress_module(name, module, store.name)
+
+        model = build_and_load(build, directory, self.checkpoint_name, ignored, loaded)
+        model.compression, model.weight_store = preset.name, store
         for name, weight in sidecars.items():  # read from the checkpoint when exported
             file, key = find_tensor(directory, self.checkpoint_name, weight)
             model.sidecars[name] = SidecarSource(file.resolve(), key)

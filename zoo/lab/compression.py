@@ -133,9 +133,7 @@ def projection_profile(preset: str, workdir: str, rows: int = 4096, columns: int
     torch.manual_seed(0)
     module = torch.nn.Sequential(torch.nn.Linear(columns, rows, bias=False)).eval()
     x = torch.randn(1, 1, columns)
-    compress = get_preset(preset).compress_weights
-    if compress is not None:
-        module = compress(module, (x,)).eval()
+    module = get_preset(preset).apply(module)
     path = Path(workdir) / f"projection-{preset}.aimodel"
     export(module, (x,), path, input_names=["x"], output_names=["y"], overwrite=True)
     with Model.load(path) as model:
