@@ -1,12 +1,20 @@
-"""`python -m zoo.bench.compression SHAPE`: compression presets at a bench shape (random
-weights at the published widths): export time, peak RSS, asset size, quality against fp32
-and decode speed on the runtime. A benchmark (minutes, GBs), never a test; the tiny rows the
-tests and the guide use are `zoo.lab.compression`."""
+"""`python -m zoo.bench.compression MODEL`: compression presets at full size, from a bf16
+random-weight checkpoint whose config.json is the released one (`zoo.bench.checkpoints`).
+
+Each preset's export runs in a process of its own, as `python -m zoo.<model> export
+--compress` does it (tensors read module by module, each compressed as it is read): its
+peak RSS is the export's. Recorded per preset: export time, peak RSS, asset and sidecar
+bytes against the fp32 bytes of what the graph stores, quality of the compressed model
+against the fp32 model on the same weights over 64 positions (torch eager: the tiny tests
+show the runtime adds nothing), and a few decode steps on the runtime. A benchmark
+(minutes, GBs), never a test; the tiny rows the tests and the guide use are
+`zoo.lab.compression`.
+"""
 
 from __future__ import annotations
 
 import resource
-import tempfile
+import shutil
 import time
 from pathlib import Path
 
@@ -14,91 +22,146 @@ import numpy as np
 
 from zoo.lab.compression import asset_bytes, prompt
 
+# model -> (released config, recommended preset, options of the load)
+FULL_SIZE = {
+    "qwen3_5": ("Qwen3.5-0.8B", "int4-block32", {}),
+    "gemma4": ("gemma-4-E2B-it", "palettize4", {"ple_sidecar": True}),
+}
+CAPACITY, CHUNK, POSITIONS, DECODE_STEPS = 2048, 8, 64, 2
 
-def full_size_cell(shape_name: str, preset: str, workdir: str) -> dict:
-    """A bench shape (`zoo.bench`, random weights at the published widths) exported with
-    `preset`: export time, peak RSS of this process, asset bytes against the fp32 weights,
-    quality of the compressed model against fp32 over 64 positions (torch eager: the tiny
-    tests show the runtime adds nothing), and decode ms on the runtime. Run it in a process
-    of its own; it is a benchmark (minutes, GBs), never a test."""
+
+def peak_rss_gb() -> float:
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6, 1)
+
+
+def reference_cell(model: str, checkpoint: str, out: str) -> dict:
+    """fp32 logits of the checkpoint over `POSITIONS` tokens, saved to `out` (.npy)."""
     import torch
 
-    from zoo.bench.shapes import ALL_SHAPES, build_decoder
-    from zoo.core.compress import get_preset, quality
-    from zoo.core.decode import Generator, decode_spec, export_decoder, torch_logits
-    from zoo.core.layout import apply_layout, resolve_layout
+    from zoo.core.decode import torch_logits
+    from zoo.core.entry import get_entry
 
-    shape = ALL_SHAPES[shape_name]
-    model = build_decoder(shape, shape.strategies[0])
-    fp32_bytes = sum(p.numel() * p.element_size() for p in model.parameters())
-    ids = prompt(model.config.vocab_size)[:64]
+    options = FULL_SIZE[model][2]
+    decoder = get_entry(model).load(checkpoint, "runtime-index", CAPACITY, **options)
+    fp32_bytes = sum(p.numel() * 4 for p in decoder.parameters())
     with torch.no_grad():
-        reference = torch_logits(model, ids)[0].numpy()
-    chosen = get_preset(preset)
+        logits = torch_logits(decoder, prompt(decoder.config.vocab_size)[:POSITIONS])
+    np.save(out, logits[0].numpy())
+    return {"fp32 bytes": fp32_bytes, "peak RSS GB": peak_rss_gb()}
+
+
+def export_cell(model: str, checkpoint: str, preset: str, asset: str, reference: str) -> dict:
+    """Load compressed, export, then measure (peak RSS read right after the export)."""
+    import torch
+
+    from zoo.core.compress import quality
+    from zoo.core.decode import Generator, export_model, torch_logits
+    from zoo.core.entry import get_entry
+
+    options = FULL_SIZE[model][2]
     started = time.perf_counter()
-    layout = chosen.layout(resolve_layout())
-    apply_layout(model, layout["weights"], layout["keys"])
-    spec = decode_spec(model, shape.chunk)
-    spec.compression = preset
-    compressed = chosen.apply(model, spec)
-    asset = Path(workdir) / f"{shape_name}-{preset}.aimodel"
-    export_decoder(compressed, spec, asset, overwrite=True, program_pass=chosen.program_pass)
-    export_s = time.perf_counter() - started
+    decoder = get_entry(model).load(
+        checkpoint, "runtime-index", CAPACITY, compress=preset, **options
+    )
+    loaded_s = time.perf_counter() - started
+    export_model(decoder, asset, chunk=CHUNK, checkpoint=checkpoint, compress=preset)
+    export_s, export_rss = time.perf_counter() - started, peak_rss_gb()
+    ids = prompt(decoder.config.vocab_size)[:POSITIONS]
     with torch.no_grad():
-        logits = torch_logits(compressed, ids)[0].numpy()
-    del model, compressed
+        logits = torch_logits(decoder, ids)[0].numpy()
+    del decoder
     with Generator(asset) as generator:
-        generator.feed(ids[:8])
+        generator.feed(ids[:CHUNK])
         steps = []
-        for token in ids[8:11]:
+        for token in ids[CHUNK : CHUNK + DECODE_STEPS]:
             tick = time.perf_counter()
             generator.feed([token])
             steps.append(time.perf_counter() - tick)
-    row = {
-        "shape": shape_name,
+    sidecars = sum(f.stat().st_size for f in Path(asset).glob("*.int8.safetensors"))
+    return {
         "preset": preset,
-        "fp32 weights MB": round(fp32_bytes / 1e6),
-        "asset MB": round(asset_bytes(asset) / 1e6),
-        "asset / fp32": round(asset_bytes(asset) / fp32_bytes, 3),
+        "load + compress s": round(loaded_s),
         "export s": round(export_s),
-        "peak RSS GB": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6, 1),
+        "peak RSS GB": export_rss,
+        "asset bytes": asset_bytes(Path(asset)) - sidecars,
+        "sidecar bytes": sidecars,
         "decode ms (Linux runtime)": round(1000 * float(np.median(steps))),
-        **{key: float(f"{value:.4g}") for key, value in quality(reference, logits).items()},
+        **{
+            key: float(f"{value:.4g}") for key, value in quality(np.load(reference), logits).items()
+        },
     }
-    import shutil
 
-    shutil.rmtree(asset, ignore_errors=True)
-    return row
+
+def full_size_rows(model: str, presets: list[str], workdir: Path) -> dict:
+    """Write (or reuse) the checkpoint, the fp32 reference, then one export per preset."""
+    from zoo.bench.checkpoints import write_random_checkpoint
+    from zoo.lab.isolate import run_isolated
+
+    released = FULL_SIZE[model][0]
+    say(f"{released}: bf16 random-weight checkpoint in {workdir} ...")
+    started = time.perf_counter()
+    checkpoint = write_random_checkpoint(model, released, workdir / released)
+    checkpoint_bytes = sum(f.stat().st_size for f in checkpoint.glob("*.safetensors"))
+    say(f"  {checkpoint_bytes / 1e9:.1f} GB in {time.perf_counter() - started:.0f} s")
+    reference = workdir / f"{released}-fp32-logits.npy"
+    say(f"{released}: fp32 reference logits over {POSITIONS} positions ...")
+    outcome = run_isolated(reference_cell, model, str(checkpoint), str(reference), timeout=3600)
+    if not outcome.ok:
+        raise SystemExit(f"fp32 reference: {outcome.summary()}\n{outcome.detail[-800:]}")
+    fp32_bytes = outcome.result["fp32 bytes"]
+    say(f"  peak RSS {outcome.result['peak RSS GB']} GB")
+    rows = []
+    for preset in presets:
+        say(f"{released}: export --compress {preset} ...")
+        asset = workdir / f"{released}-{preset}.aimodel"
+        outcome = run_isolated(
+            export_cell, model, str(checkpoint), preset, str(asset), str(reference), timeout=7200
+        )
+        if outcome.ok:
+            row = outcome.result
+            row["asset / fp32"] = round(row["asset bytes"] / fp32_bytes, 3)
+        else:
+            row = {"preset": preset, "outcome": outcome.summary()}
+        say(f"  {row}")
+        rows.append(row)
+        shutil.rmtree(asset, ignore_errors=True)
+    return {
+        "released": released,
+        "checkpoint": f"bf16 random weights, config.json as released ({checkpoint_bytes} bytes)",
+        "fp32 bytes of the graph's weights": fp32_bytes,
+        "rows": rows,
+    }
+
+
+def say(message: str) -> None:
+    print(message, flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m zoo.bench.compression SHAPE --presets int8,int4-block32 [--record DIR]`."""
+    """`python -m zoo.bench.compression MODEL [--presets P,Q] [--workdir DIR] [--record DIR]`."""
     import argparse
 
-    from zoo.lab.isolate import run_isolated
-
     parser = argparse.ArgumentParser(prog="python -m zoo.bench.compression")
-    parser.add_argument("shape", help="a zoo.bench shape, e.g. qwen3_5-0.8b")
-    parser.add_argument("--presets", default="int8,int4-block32")
+    parser.add_argument("model", choices=list(FULL_SIZE))
+    parser.add_argument("--presets", help="default: the model's recommended preset, int8")
+    parser.add_argument(
+        "--workdir",
+        type=Path,
+        default=Path(".cache/bench"),
+        help="where the checkpoint (kept and reused: 1.5 GB Qwen3.5-0.8B, 10 GB "
+        "Gemma-4-E2B) and the assets go (default: %(default)s)",
+    )
     parser.add_argument("--record", metavar="DIR")
     args = parser.parse_args(argv)
-    rows = []
-    with tempfile.TemporaryDirectory(prefix="zoo-compress-") as workdir:
-        for preset in args.presets.split(","):
-            print(f"{args.shape}: {preset} ...", flush=True)
-            outcome = run_isolated(full_size_cell, args.shape, preset, workdir, timeout=3600)
-            row = (
-                outcome.result
-                if outcome.ok
-                else {"shape": args.shape, "preset": preset, "outcome": outcome.summary()}
-            )
-            print(f"  {row}", flush=True)
-            rows.append(row)
+    released, recommended, _ = FULL_SIZE[args.model]
+    presets = args.presets.split(",") if args.presets else [recommended, "int8"]
+    args.workdir.mkdir(parents=True, exist_ok=True)
+    result = full_size_rows(args.model, presets, args.workdir)
     if args.record:
         from zoo.site.records import write_record
 
-        path = write_record(args.record, f"bench-compression-{args.shape}", {"rows": rows})
-        print(f"recorded {path}")
+        path = write_record(args.record, f"bench-compression-{released}", result)
+        say(f"recorded {path}")
     return 0
 
 

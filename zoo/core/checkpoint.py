@@ -284,13 +284,14 @@ def find_tensor(
 
 
 @contextlib.contextmanager
-def parameters_on_meta():
+def parameters_on_meta(keep_below: int = 0):
     """Build modules whose parameters live on the meta device (no memory, no init time)
-    while their buffers are real (computed in `__init__`: RoPE frequencies, scalars)."""
+    while their buffers are real (computed in `__init__`: RoPE frequencies, scalars), and
+    so are parameters of fewer than `keep_below` values."""
     register = torch.nn.Module.register_parameter
 
     def register_on_meta(self, name, param):
-        if param is not None and param.device.type != "meta":
+        if param is not None and param.device.type != "meta" and param.numel() >= keep_below:
             param = torch.nn.Parameter(param.to("meta"), requires_grad=param.requires_grad)
         register(self, name, param)
 

@@ -204,7 +204,12 @@ def _export(args, entry, export) -> int:
         f"{as_loaded})"
     )
     model = entry.load(
-        args.checkpoint, args.strategy, args.capacity, compress=args.compress, **options
+        args.checkpoint,
+        args.strategy,
+        args.capacity,
+        compress=args.compress,
+        progress=say,
+        **options,
     )
     layout = resolve_layout(args.weights_layout, args.keys_layout)
     stored = preset.layout(layout)

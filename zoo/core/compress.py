@@ -71,6 +71,7 @@ class Preset:
         memory-mapped (coreai-opt's `mmap_dir`): they leave this process's memory."""
         if self.weights is None or parametrize.is_parametrized(module):
             return module
+        _quiet_imports()  # before the first coreai-opt import (in `weights`)
         choice = self.weights(name, module)
         if choice is None:
             return module
@@ -82,7 +83,6 @@ class Preset:
             else torch.zeros(1, dtype=torch.long)
         )
         mmap_dir = None if store is None else str(Path(store) / (name or "model"))
-        _quiet_imports()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # coreai-opt's notes on untested torch versions
             compressor = _compressor(kind, config, type(module))(holder)
@@ -122,8 +122,15 @@ def _compressor(kind: str, config, module_type: type):
             execution_mode=ExecutionMode.EAGER,
         )
         return lambda holder: Quantizer(holder, quantizer_config)
-    from coreai_opt.palettization import KMeansPalettizer, KMeansPalettizerConfig
+    import functools
 
+    from coreai_opt.palettization import KMeansPalettizer, KMeansPalettizerConfig
+    from coreai_opt.palettization.kmeans import palettizer
+    from tqdm import tqdm
+
+    # one module at a time: its progress bar (one step) would print once per module; our
+    # load reports progress by layer instead
+    palettizer.tqdm = functools.partial(tqdm, disable=True)
     palettizer_config = KMeansPalettizerConfig(
         global_config=None, module_type_configs={type_name: config}
     )

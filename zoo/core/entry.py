@@ -70,6 +70,7 @@ class ModelEntry:
         strategy="runtime-index",
         capacity: int = 256,
         compress: str = "fp32",
+        progress: Callable[[str], None] | None = None,
         **options,
     ) -> nn.Module:
         """A ready-to-export decoder (eval mode, float32) with the checkpoint's weights.
@@ -78,7 +79,8 @@ class ModelEntry:
         that compresses weights (`zoo.core.compress`), each module is compressed as soon as
         it is read and its weights memory-mapped from a temporary directory the model holds
         (`model.weight_store`): loading a bf16 checkpoint never makes a whole-model float32
-        copy. Export such a model with the same `compress`."""
+        copy. Export such a model with the same `compress`. `progress`, if given, is told
+        every quarter of the decoder layers read."""
         import tempfile
 
         from zoo.core.compress import get_preset
@@ -107,7 +109,17 @@ class ModelEntry:
         if preset.compresses_weights:
             store = tempfile.TemporaryDirectory(prefix="zoo-weights-")
 
+            layers, step, told = (
+                config.num_hidden_layers,
+                max(1, config.num_hidden_layers // 4),
+                set(),
+            )
+
             def loaded(name: str, module: nn.Module) -> nn.Module:
+                index = name.split(".")[1] if name.startswith("layers.") else None
+                if progress and index and int(index) % step == 0 and index not in told:
+                    told.add(index)
+                    progress(f"{compress}: reading layer {int(index) + 1} of {layers}")
                 return preset.compress_module(name, module, store.name)
 
         model = build_and_load(build, directory, self.checkpoint_name, ignored, loaded)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -101,3 +102,68 @@ def test_cli_exports_a_released_config_compressed_and_generates(model, released,
     assert generate.returncode == 0, generate.stderr[-3000:]
     assert f"(weights {preset})" in generate.stderr
     assert generate.stdout.strip()
+
+
+@pytest.mark.parametrize(
+    "model,preset,options",
+    [("qwen3_5", "int4-block32", {}), ("gemma4", "palettize4", {"ple_sidecar": True})],
+)
+def test_compressing_while_loading_equals_compressing_after(model, preset, options, tmp_path):
+    """The memory-bounded path (each module compressed as it is read, its weights
+    memory-mapped) stores what compressing the loaded fp32 model stores, bit for bit."""
+    import torch
+    from torch.nn.utils import parametrize
+
+    from zoo.core.compress import get_preset
+    from zoo.core.decode import torch_logits
+    from zoo.core.entry import get_entry
+
+    entry = get_entry(model)
+    checkpoint = entry.make_tiny_checkpoint(tmp_path / "ck")
+    ids = list(range(3, 40))
+    after = get_preset(preset).apply(entry.load(checkpoint, "runtime-index", 64, **options))
+    told = []
+    while_loading = entry.load(
+        checkpoint, "runtime-index", 64, compress=preset, progress=told.append, **options
+    )
+    assert while_loading.compression == preset
+    assert torch.equal(torch_logits(after, ids), torch_logits(while_loading, ids))
+    def dense(decoder) -> list[str]:
+        return [
+            name
+            for name, module in decoder.named_modules()
+            if isinstance(module, torch.nn.Linear) and not parametrize.is_parametrized(module)
+        ]
+
+    # the same projections compressed (coreai-opt leaves the few it cannot group alone)
+    assert dense(while_loading) == dense(after)
+    assert len(dense(after)) <= 1, dense(after)
+    stored = list(Path(while_loading.weight_store.name).rglob("*.safetensors"))
+    assert stored, "compressed weights are memory-mapped from the model's weight store"
+    assert told and told[0].startswith(f"{preset}: reading layer 1 of")
+    with pytest.raises(ValueError, match="loaded compressed with"):
+        from zoo.core.decode import export_model
+
+        export_model(while_loading, tmp_path / "x.aimodel", chunk=4, compress="int8")
+    assert not (tmp_path / "x.aimodel").exists()
+
+
+def test_a_loaded_checkpoint_keeps_no_meta_parameter(tmp_path):
+    """Parameters are built on the meta device and replaced as tensors are read: a
+    checkpoint that lacks one fails naming it, before anything is built."""
+    from safetensors.torch import load_file, save_file
+
+    from zoo.core.checkpoint import CheckpointError
+    from zoo.core.entry import get_entry
+
+    entry = get_entry("qwen3_5")
+    checkpoint = entry.make_tiny_checkpoint(tmp_path / "ck")
+    model = entry.load(checkpoint, "runtime-index", 64)
+    assert all(p.device.type == "cpu" for p in model.parameters())
+    file = next(checkpoint.glob("*.safetensors"))
+    tensors = load_file(file)
+    missing = next(key for key in tensors if key.endswith("mlp.down_proj.weight"))
+    del tensors[missing]
+    save_file(tensors, file, {"format": "pt"})
+    with pytest.raises(CheckpointError, match="missing tensors: .*down_proj"):
+        entry.load(checkpoint, "runtime-index", 64, compress="int8")
