@@ -128,6 +128,7 @@ def test_compressing_while_loading_equals_compressing_after(model, preset, optio
     )
     assert while_loading.compression == preset
     assert torch.equal(torch_logits(after, ids), torch_logits(while_loading, ids))
+
     def dense(decoder) -> list[str]:
         return [
             name
