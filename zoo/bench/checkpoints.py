@@ -1,5 +1,5 @@
 """Full-size random-weight checkpoints of released sizes, written as the model repositories
-publish them: config.json byte for byte the released fixture (`zoo/<model>/released/`,
+publish them: config.json the released fixture (`zoo/<model>/released/`,
 every field spelled as published), bf16 tensors under the multimodal layout's names
 (`model.language_model.…`), in shards of about 2 GB with a `model.safetensors.index.json`.
 
@@ -23,24 +23,25 @@ SMALL = 1 << 20  # parameters below this many values keep the model's own init (
 STD = 0.02  # transformers' initializer_range for both families
 
 
-def released_config(model: str, released: str) -> Path:
+def released_config(model: str, released: str) -> dict:
+    """The released config.json of `released` (e.g. "gemma-4-E2B-it"), as published."""
     from zoo.released import released_configs
 
     configs = released_configs(model)
     if released not in configs:
         raise ValueError(f"no released {model} config {released!r}: {list(configs)}")
-    return configs[released]
+    return json.loads(configs[released].read_text())
 
 
-def checkpoint_tensors(model: str, released: str) -> dict[str, torch.Tensor]:
-    """Our decoder of a released size with every table in the graph (what a checkpoint
-    holds), parameters on the meta device except the small ones: name -> tensor."""
+def checkpoint_tensors(model: str, config: dict) -> dict[str, torch.Tensor]:
+    """Our decoder of `config` with every table in the graph (what a checkpoint holds),
+    parameters on the meta device except the small ones: name -> tensor."""
     from zoo.core.checkpoint import parameters_on_meta
     from zoo.core.entry import get_entry
     from zoo.core.kv import get_strategy
 
     entry = get_entry(model)
-    config = entry.config.from_dict(json.loads(released_config(model, released).read_text()))
+    config = entry.config.from_dict(config)
     with parameters_on_meta(keep_below=SMALL):
         decoder = entry.model(config, get_strategy("runtime-index"), 64)
     return {name: p.detach() for name, p in decoder.named_parameters()} | {
@@ -49,10 +50,11 @@ def checkpoint_tensors(model: str, released: str) -> dict[str, torch.Tensor]:
 
 
 def write_random_checkpoint(
-    model: str, released: str, directory: str | Path, seed: int = 0
+    model: str, config: dict, directory: str | Path, seed: int = 0, shard_bytes: int = SHARD_BYTES
 ) -> Path:
-    """A bf16 random-weight checkpoint of the released size `released` (e.g.
-    "gemma-4-E2B-it") in `directory`; returns it. Reuses a complete one already there."""
+    """A bf16 random-weight checkpoint of a config.json object (`released_config(...)`, or
+    a scaled-down one in the tests) in `directory`, config.json written as given; returns
+    the directory. Reuses a complete one already there."""
     directory = Path(directory)
     done = directory / ".complete"
     if done.exists():
@@ -62,7 +64,7 @@ def write_random_checkpoint(
     from safetensors.torch import save_file
 
     generator = torch.Generator().manual_seed(seed)
-    tensors = checkpoint_tensors(model, released)
+    tensors = checkpoint_tensors(model, config)
     shards: list[dict[str, torch.Tensor]] = [{}]
     size = 0
     for name, like in tensors.items():
@@ -72,7 +74,7 @@ def write_random_checkpoint(
         else:
             value = like.to(torch.bfloat16).contiguous()
         nbytes = value.numel() * value.element_size()
-        if size + nbytes > SHARD_BYTES and shards[-1]:
+        if size + nbytes > shard_bytes and shards[-1]:
             _save_shard(shards, directory, save_file)
             shards.append({})
             size = 0
@@ -80,7 +82,7 @@ def write_random_checkpoint(
         size += nbytes
     _save_shard(shards, directory, save_file)
     _write_index(directory, len(shards))
-    shutil.copyfile(released_config(model, released), directory / "config.json")
+    (directory / "config.json").write_text(json.dumps(config, indent=2))
     done.touch()
     return directory
 

@@ -94,13 +94,14 @@ def export_cell(model: str, checkpoint: str, preset: str, asset: str, reference:
 
 def full_size_rows(model: str, presets: list[str], workdir: Path) -> dict:
     """Write (or reuse) the checkpoint, the fp32 reference, then one export per preset."""
-    from zoo.bench.checkpoints import write_random_checkpoint
+    from zoo.bench.checkpoints import released_config, write_random_checkpoint
     from zoo.lab.isolate import run_isolated
 
     released = FULL_SIZE[model][0]
     say(f"{released}: bf16 random-weight checkpoint in {workdir} ...")
     started = time.perf_counter()
-    checkpoint = write_random_checkpoint(model, released, workdir / released)
+    config = released_config(model, released)
+    checkpoint = write_random_checkpoint(model, config, workdir / released)
     checkpoint_bytes = sum(f.stat().st_size for f in checkpoint.glob("*.safetensors"))
     say(f"  {checkpoint_bytes / 1e9:.1f} GB in {time.perf_counter() - started:.0f} s")
     reference = workdir / f"{released}-fp32-logits.npy"
