@@ -54,7 +54,9 @@ merge: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python -m zoo.bench --record $(or $(RECORDS),docs/records)
 	$(BIN)/python -m zoo.bench --profile --record $(or $(RECORDS),docs/records)
-	$(BIN)/python -m zoo.bench.compression qwen3_5-0.8b --record $(or $(RECORDS),docs/records)
+	# full-size compressed exports: bf16 checkpoints kept in .cache/bench (1.5 GB + 10 GB)
+	$(BIN)/python -m zoo.bench.compression qwen3_5 --record $(or $(RECORDS),docs/records)
+	$(BIN)/python -m zoo.bench.compression gemma4 --record $(or $(RECORDS),docs/records)
 
 clean:
 	rm -rf site .pytest_cache .cache

@@ -51,6 +51,56 @@ def run_profiles(shape_names: list[str], workdir: str, record_dir: str | None) -
     return results
 
 
+def run_chunks(
+    shape_names: list[str], chunks: list[int], workdir: str, repeats: int, record_dir: str | None
+) -> dict:
+    """Prefill at each chunk size (first strategy, default layout), runtime beside eager in
+    the same process; records `bench-chunks-<shape>.json`. What it finds is the platform's
+    default chunk (`zoo.core.layout.DEFAULT_CHUNK`)."""
+    from zoo.lab.isolate import run_isolated
+    from zoo.site.records import write_record
+
+    results = {}
+    for name in shape_names:
+        shape, rows = ALL_SHAPES[name], []
+        for chunk in chunks:
+            say(f"{name}: prefill chunk {chunk}: export, load, time ...")
+            outcome = run_isolated(
+                bench_cell,
+                name,
+                shape.strategies[0],
+                DEFAULT_LAYOUT,
+                workdir,
+                repeats,
+                chunk,
+                timeout=1800,
+            )
+            if not outcome.ok:
+                raise SystemExit(
+                    f"{name} chunk {chunk}: {outcome.summary()}\n{outcome.detail[-800:]}"
+                )
+            cell = outcome.result
+            row = {
+                "chunk": chunk,
+                "prefill tok/s": cell["prefill tok/s"],
+                "eager prefill tok/s": cell["eager prefill tok/s"],
+                "runtime / eager (prefill tok/s)": round(
+                    cell["prefill tok/s"] / cell["eager prefill tok/s"], 2
+                ),
+                "decode ms": cell["decode ms"],
+                "export s": cell["export s"],
+            }
+            say(f"  {row}")
+            rows.append(row)
+        results[name] = {"strategy": shape.strategies[0], "layout": DEFAULT_LAYOUT, "rows": rows}
+        if record_dir:
+            path = write_record(
+                record_dir, f"bench-chunks-{name}", results[name], default_compute_unit()
+            )
+            say(f"  recorded {path}")
+    return results
+
+
 def cells_for(shape: Shape, quick: bool) -> list[tuple[str, str]]:
     """(strategy, layout) cells: each strategy in the default layout, then the layout steps
     for the first strategy, but the one the default cell measured (quick: defaults only)."""
@@ -154,6 +204,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--profile", action="store_true", help="per-op profile of a decode step and a prefill"
     )
+    parser.add_argument(
+        "--chunks",
+        metavar="N,N,...",
+        help="prefill chunk sizes to sweep (e.g. 8,16,32,64) instead of the bench cells",
+    )
     parser.add_argument("--repeats", type=whole_number(1), default=5, help="timed calls per median")
     parser.add_argument("--record", metavar="DIR", help="write bench-<shape>.json records")
     parser.add_argument("--workdir", default=None, help="where assets go (default: a temp dir)")
@@ -168,6 +223,12 @@ def main(argv: list[str] | None = None) -> int:
         os.environ["ZOO_COMPUTE_UNIT"] = args.compute_unit  # the cells' processes inherit it
 
     with tempfile.TemporaryDirectory(prefix="zoo-bench-") as tmp:
+        if args.chunks:
+            chunks = [whole_number(2)(c) for c in args.chunks.split(",")]
+            run_chunks(
+                args.shapes or list(SHAPES), chunks, args.workdir or tmp, args.repeats, args.record
+            )
+            return 0
         if args.profile:
             run_profiles(args.shapes or list(SHAPES), args.workdir or tmp, args.record)
             return 0

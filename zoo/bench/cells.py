@@ -48,12 +48,16 @@ def _time_eager(model, spec, inputs_at, shape: Shape, repeats: int) -> tuple[flo
         )
 
 
-def _export(shape_name: str, strategy: str, layout: dict, asset: str):
-    """Build the shape's decoder in `layout`, export it to `asset`: (shape, model, spec, s)."""
+def _export(shape_name: str, strategy: str, layout: dict, asset: str, chunk: int | None):
+    """Build the shape's decoder in `layout`, export it to `asset` (prefill `chunk` tokens,
+    default the shape's): (shape, model, spec, s)."""
+    from dataclasses import replace
+
     from zoo.core.decode import decode_spec, export_decoder
     from zoo.core.layout import apply_layout
 
     shape = ALL_SHAPES[shape_name]
+    shape = replace(shape, chunk=chunk) if chunk else shape
     model = build_decoder(shape, strategy)
     apply_layout(model, **layout)
     spec = decode_spec(model, shape.chunk)
@@ -100,19 +104,28 @@ def _eager_first_token(model, spec, inputs_at, length: int) -> float:
     return time.perf_counter() - started
 
 
-def bench_cell(shape_name: str, strategy: str, layout: str, workdir: str, repeats: int = 5) -> dict:
-    """Export and time one cell (run it in its own process: `run_isolated(bench_cell, ...)`)."""
+def bench_cell(
+    shape_name: str,
+    strategy: str,
+    layout: str,
+    workdir: str,
+    repeats: int = 5,
+    chunk: int | None = None,
+) -> dict:
+    """Export and time one cell (run it in its own process: `run_isolated(bench_cell, ...)`).
+    `chunk` overrides the shape's prefill chunk (the chunk sweep: prefill and decode only)."""
     from zoo.core.decode import Generator
     from zoo.core.layout import default_layout
 
     choice = default_layout() if layout == DEFAULT_LAYOUT else LAYOUTS[layout]
     asset = os.path.join(workdir, f"{shape_name}-{strategy}-{layout.replace(' ', '-')}.aimodel")
-    shape, model, spec, export_s = _export(shape_name, strategy, choice, asset)
+    shape, model, spec, export_s = _export(shape_name, strategy, choice, asset, chunk)
     inputs_at, prompt = _inputs(shape, spec)
 
     # torch eager first, then free the model: the runtime holds its own copy of the weights.
     eager_prefill_s, eager_decode_s = _time_eager(model, spec, inputs_at, shape, repeats)
-    whole = layout == DEFAULT_LAYOUT  # first tokens and latency for the default layout only
+    # first tokens and latency for the default layout at the shape's chunk only
+    whole = layout == DEFAULT_LAYOUT and not chunk
     eager_first = {
         n: median_seconds(lambda n=n, m=model: _eager_first_token(m, spec, inputs_at, n), _tries(n))
         for n in (shape.first_token_prompts if whole else ())
@@ -176,6 +189,7 @@ def bench_cell(shape_name: str, strategy: str, layout: str, workdir: str, repeat
     return {
         "strategy": strategy,
         "layout": layout,
+        "chunk": spec.chunk,
         "weights": spec.layout["weights"],
         "keys": spec.layout["keys"],
         "decode ms": round(decode_s * 1e3, 1),
@@ -216,7 +230,7 @@ def profile_cell(shape_name: str, workdir: str) -> dict:
 
     strategy = ALL_SHAPES[shape_name].strategies[0]
     asset = os.path.join(workdir, f"{shape_name}-profile.aimodel")
-    shape, model, spec, _ = _export(shape_name, strategy, default_layout(), asset)
+    shape, model, spec, _ = _export(shape_name, strategy, default_layout(), asset, None)
     inputs_at, _ = _inputs(shape, spec)
     eager_cores = _eager_cores(model, spec, inputs_at(shape.prompt, 1))
     del model

@@ -90,3 +90,17 @@ def test_profile_records_where_a_step_spends_its_time(tmp_path):
     assert all(0 < row["cores busy"] < 8 for row in results["cores"])
     assert [row["torch threads"] for row in results["bandwidth"]][1] == 1
     assert not list(tmp_path.glob("*.aimodel"))  # the asset is removed
+
+
+def test_chunk_sweep_records_prefill_at_each_chunk(tmp_path):
+    from zoo.bench.__main__ import run_chunks
+
+    run_chunks(["qwen3_5-tiny"], [2, 4], str(tmp_path), 1, str(tmp_path))
+    record = json.loads((tmp_path / "bench-chunks-qwen3_5-tiny.json").read_text())
+    rows = record["results"]["rows"]
+    assert [row["chunk"] for row in rows] == [2, 4]
+    for row in rows:
+        assert row["prefill tok/s"] > 0 and row["eager prefill tok/s"] > 0
+        ratio = row["prefill tok/s"] / row["eager prefill tok/s"]
+        assert row["runtime / eager (prefill tok/s)"] == pytest.approx(ratio, abs=0.01)
+    assert not list(tmp_path.glob("*.aimodel"))
