@@ -33,7 +33,7 @@ browser:
 
 ## test: the whole suite (pages, policy, strict build, browser check, zoo)
 test: $(STAMP) browser
-	$(BIN)/python -m pytest -n 2 --dist loadfile ; rc=$$?; \
+	$(BIN)/python -m pytest -n 2 --dist loadfile --durations=15 ; rc=$$?; \
 	  if [ $$rc -eq 5 ]; then echo "pytest collected no tests: that is a failure"; exit 1; fi; \
 	  exit $$rc
 
