@@ -101,6 +101,21 @@ def run_chunks(
     return results
 
 
+def run_matmul(repeats: int, record_dir: str | None, **sizes) -> list[dict]:
+    """`zoo.bench.matmul` rows; records `bench-matmul.json`."""
+    from zoo.bench.matmul import matmul_rows
+    from zoo.site.records import write_record
+
+    say("one projection per formulation, timed at several prefill row counts ...")
+    rows = matmul_rows(repeats=repeats, **sizes)
+    for row in rows:
+        say(f"  {row}")
+    if record_dir:
+        path = write_record(record_dir, "bench-matmul", {"rows": rows}, default_compute_unit())
+        say(f"  recorded {path}")
+    return rows
+
+
 def cells_for(shape: Shape, quick: bool) -> list[tuple[str, str]]:
     """(strategy, layout) cells: each strategy in the default layout, then the layout steps
     for the first strategy, but the one the default cell measured (quick: defaults only)."""
@@ -209,6 +224,11 @@ def main(argv: list[str] | None = None) -> int:
         metavar="N,N,...",
         help="prefill chunk sizes to sweep (e.g. 8,16,32,64) instead of the bench cells",
     )
+    parser.add_argument(
+        "--matmul",
+        action="store_true",
+        help="how the runtime's matmul scales with prefill rows, per formulation (bench-matmul)",
+    )
     parser.add_argument("--repeats", type=whole_number(1), default=5, help="timed calls per median")
     parser.add_argument("--record", metavar="DIR", help="write bench-<shape>.json records")
     parser.add_argument("--workdir", default=None, help="where assets go (default: a temp dir)")
@@ -223,6 +243,9 @@ def main(argv: list[str] | None = None) -> int:
         os.environ["ZOO_COMPUTE_UNIT"] = args.compute_unit  # the cells' processes inherit it
 
     with tempfile.TemporaryDirectory(prefix="zoo-bench-") as tmp:
+        if args.matmul:
+            run_matmul(args.repeats, args.record)
+            return 0
         if args.chunks:
             chunks = [whole_number(2)(c) for c in args.chunks.split(",")]
             run_chunks(

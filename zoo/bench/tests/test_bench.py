@@ -104,3 +104,25 @@ def test_chunk_sweep_records_prefill_at_each_chunk(tmp_path):
         ratio = row["prefill tok/s"] / row["eager prefill tok/s"]
         assert row["runtime / eager (prefill tok/s)"] == pytest.approx(ratio, abs=0.01)
     assert not list(tmp_path.glob("*.aimodel"))
+
+
+def test_matmul_bench_times_every_formulation_at_every_row_count(tmp_path):
+    from zoo.bench.__main__ import run_matmul
+    from zoo.bench.matmul import FORMULATIONS
+
+    rows = run_matmul(1, str(tmp_path), inputs=64, outputs=96, rows=(1, 4))
+    assert [(r["formulation"], r["rows (T)"]) for r in rows] == [
+        (name, count) for name in FORMULATIONS for count in (1, 4)
+    ]
+    assert all(r["runtime ms"] > 0 and r["eager ms"] > 0 for r in rows)
+    record = json.loads((tmp_path / "bench-matmul.json").read_text())
+    assert record["results"]["rows"] == rows
+
+
+def test_matmul_formulations_compute_the_same_projection():
+    from zoo.bench.matmul import FORMULATIONS, _Projection
+
+    weight, x = torch.randn(96, 64), torch.randn(1, 5, 64)
+    expected = x @ weight.t()
+    for store, forward in FORMULATIONS.values():
+        torch.testing.assert_close(_Projection(store(weight), forward)(x), expected)
