@@ -92,7 +92,21 @@ def run_chunks(
             }
             say(f"  {row}")
             rows.append(row)
-        results[name] = {"strategy": shape.strategies[0], "layout": DEFAULT_LAYOUT, "rows": rows}
+        from zoo.bench.chunks import PROMPTS, chunk_choice, first_token_s
+
+        for row in rows:
+            for prompt in PROMPTS:
+                row[f"first token s, {prompt} tokens (estimated)"] = round(
+                    first_token_s(row, prompt), 1
+                )
+        chosen = chunk_choice(rows)
+        say(f"  chosen: chunk {chosen} (zoo.bench.chunks.chunk_choice)")
+        results[name] = {
+            "strategy": shape.strategies[0],
+            "layout": DEFAULT_LAYOUT,
+            "rows": rows,
+            "chosen chunk": chosen,
+        }
         if record_dir:
             path = write_record(
                 record_dir, f"bench-chunks-{name}", results[name], default_compute_unit()

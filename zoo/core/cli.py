@@ -12,7 +12,7 @@ from zoo.core.compress import PRESETS, get_preset
 from zoo.core.decode import Generator
 from zoo.core.export import check_destination, read_metadata
 from zoo.core.kv import STRATEGIES
-from zoo.core.layout import KEY_LAYOUTS, WEIGHT_LAYOUTS, resolve_layout
+from zoo.core.layout import KEY_LAYOUTS, WEIGHT_LAYOUTS, default_chunk, resolve_layout
 from zoo.core.runtime import COMPUTE_UNITS, default_compute_unit
 
 
@@ -99,7 +99,13 @@ def build_parser(model_name: str, strategies: list[str]) -> argparse.ArgumentPar
         default=256,
         help="tokens the KV cache holds: the longest context (default: %(default)s)",
     )
-    export.add_argument("--chunk", type=whole_number(2), default=8, help="tokens per prefill call")
+    export.add_argument(
+        "--chunk",
+        type=whole_number(2),
+        default=None,
+        help=f"tokens per prefill call (default: {default_chunk()} on this platform, at most "
+        "the capacity; docs/performance.md#prefill-chunk-size)",
+    )
     export.add_argument("--overwrite", action="store_true", help="replace an existing asset")
     export.add_argument(
         "--compress",
@@ -192,6 +198,8 @@ def _export(args, entry, export) -> int:
     started = time.perf_counter()
     # Everything that can be refused is refused before the (long) load and export.
     check_destination(args.output, args.overwrite, args.checkpoint)
+    if args.chunk is None:  # the platform's measured default, never past the context
+        args.chunk = min(default_chunk(), args.capacity)
     if args.chunk > args.capacity:
         raise ValueError(f"--chunk {args.chunk} is longer than --capacity {args.capacity}")
     preset = get_preset(args.compress)

@@ -49,6 +49,18 @@ def default_layout(platform: str | None = None) -> dict[str, str]:
     return {"weights": "linear", "keys": "bhtd"}
 
 
+# The prefill chunk `python -m zoo.<model> export` uses by default, per platform. Linux: the
+# bench's chunk sweep (`python -m zoo.bench --chunks 8,16,32,64`, record
+# bench-chunks-qwen3_5-0.8b) scored by `zoo.bench.chunks.chunk_choice`; a test holds the two
+# together. macOS: unmeasured, the chunk the zoo always used.
+DEFAULT_CHUNK = {"linux": 16, "darwin": 8}
+
+
+def default_chunk(platform: str | None = None) -> int:
+    platform = sys.platform if platform is None else platform
+    return DEFAULT_CHUNK["linux" if platform.startswith("linux") else "darwin"]
+
+
 def resolve_layout(weights: str = "auto", keys: str = "auto") -> dict[str, str]:
     """`{"weights": ..., "keys": ...}` with "auto" replaced by this platform's default."""
     default = default_layout()

@@ -126,3 +126,28 @@ def test_matmul_formulations_compute_the_same_projection():
     expected = x @ weight.t()
     for store, forward in FORMULATIONS.values():
         torch.testing.assert_close(_Projection(store(weight), forward)(x), expected)
+
+
+def test_linux_default_chunk_is_what_the_committed_sweep_chooses():
+    """The platform default (`zoo.core.layout.DEFAULT_CHUNK`) follows the measurement."""
+    from pathlib import Path
+
+    from zoo.bench.chunks import chunk_choice
+    from zoo.core.layout import DEFAULT_CHUNK
+
+    record = Path(__file__).resolve().parents[3] / "docs/records/bench-chunks-qwen3_5-0.8b.json"
+    rows = json.loads(record.read_text())["results"]["rows"]
+    assert DEFAULT_CHUNK["linux"] == chunk_choice(rows)
+
+
+def test_chunk_choice_weighs_the_remainder_that_decode_reads():
+    from zoo.bench.chunks import chunk_choice, first_token_s
+
+    rows = [
+        {"chunk": 8, "prefill tok/s": 4.0, "decode ms": 500.0},
+        {"chunk": 64, "prefill tok/s": 6.0, "decode ms": 500.0},
+    ]
+    assert first_token_s(rows[1], 16) == 8.0  # 16 decode steps: no whole chunk
+    assert first_token_s(rows[0], 20) == 16 / 4.0 + 4 * 0.5
+    assert chunk_choice(rows, prompts=(512,)) == 64
+    assert chunk_choice(rows, prompts=(16, 512)) == 8  # 64 doubles a short prompt's wait

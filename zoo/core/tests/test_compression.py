@@ -93,6 +93,9 @@ def test_cli_exports_a_released_config_compressed_and_generates(model, released,
     )
     assert export.returncode == 0, export.stderr[-3000:]
     assert read_metadata(asset)["decode"]["compression"] == preset
+    from zoo.core.layout import default_chunk  # no --chunk: the platform's measured default
+
+    assert read_metadata(asset)["decode"]["chunk"] == min(default_chunk(), 64)
     generate = subprocess.run(
         [*run, "generate", str(asset), "--prompt", "w5 w9 w13", "--max-new-tokens", "4"],
         capture_output=True,
