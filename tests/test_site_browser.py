@@ -1,4 +1,6 @@
-"""The built site in headless Chromium: pages load cleanly, search answers, code copies."""
+"""The built site: the strict build and its llms.txt, then headless Chromium (pages load
+cleanly, search answers, code copies). One file, so a test session builds the site once: a
+session fixture is per xdist worker, and `--dist loadfile` keeps a file on one worker."""
 
 from __future__ import annotations
 
@@ -97,3 +99,26 @@ def test_search_finds_a_word_on_a_page(browser, site_url, word, expected_title):
     results.first.wait_for(state="attached", timeout=15_000)
     assert expected_title in page.locator(".md-search-result").inner_text()
     page.close()
+
+
+def test_strict_build_passes_without_warnings(built_site):
+    assert (built_site / "index.html").exists()
+    assert (built_site / "guides" / "conversion-guide" / "index.html").exists()
+
+
+def test_llms_txt_lists_every_page_and_the_full_text_has_the_code(built_site):
+    from zoo.site.harness import nav_pages, site_config
+
+    index = (built_site / "llms.txt").read_text()
+    for page in nav_pages(site_config()):
+        if page.endswith(".md"):
+            url = "" if page == "index.md" else page.removesuffix(".md") + "/"
+            assert f"({_site_url()}{url}index.md)" in index, f"{page} is missing from llms.txt"
+    full = (built_site / "llms-full.txt").read_text()
+    assert "from zoo.gemma4 import" in full and "--compress int4-block32" in full
+
+
+def _site_url() -> str:
+    import os
+
+    return os.environ.get("SITE_URL", "http://127.0.0.1:8000/")
