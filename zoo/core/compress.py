@@ -10,7 +10,8 @@ does to the projections, the embedding table and the LM head:
 | fp16           | fp16 weights and compute (coreai-opt cast)     | fp16            | fp16        |
 | int8           | int8 per output channel, symmetric             | int8 per row    | int8        |
 | int4-block32   | uint4 per block of 32 inputs, asymmetric,      | uint4 per block | uint4       |
-|                | min-value formulation (Apple's Qwen3.5 preset) | of 32           |             |
+|                | min-value formulation, fp16 scales and         | of 32           |             |
+|                | minimums (Apple's Qwen3.5 preset)              |                 |             |
 | palettize4     | 16-entry LUT per group of 32 output channels   | fp32            | LUT if      |
 |                | (Apple's Gemma 4 preset; Gemma 4's per-layer   | (as Apple's)    | untied      |
 |                | input gate / projection get 256-entry LUTs)    |                 |             |
@@ -47,6 +48,10 @@ class Preset:
     program_pass: Callable | None = None
     # zoo model name -> why this preset cannot export it
     unsupported: tuple[tuple[str, str], ...] = ()
+    # the dtype of the scales (and offsets) the weights are stored with: coreai-opt gives
+    # them the weight's dtype, so an fp16 scale means compressing an fp16 copy of the
+    # module; its dequantized weight is cast back to fp32 for the fp32 graph
+    scale_dtype: torch.dtype = torch.float32
 
     @property
     def compresses_weights(self) -> bool:
@@ -76,9 +81,12 @@ class Preset:
         if choice is None:
             return module
         kind, config = choice
+        half = self.scale_dtype != torch.float32 and getattr(module, "bias", None) is None
+        if half:
+            module = module.to(self.scale_dtype)
         holder = _Holder(module)
         example = (
-            torch.zeros(1, module.in_features)
+            torch.zeros(1, module.in_features, dtype=module.weight.dtype)
             if isinstance(module, nn.Linear)
             else torch.zeros(1, dtype=torch.long)
         )
@@ -87,7 +95,12 @@ class Preset:
             warnings.simplefilter("ignore")  # coreai-opt's notes on untested torch versions
             compressor = _compressor(kind, config, type(module))(holder)
             compressor.prepare(example)
-            return compressor.finalize(mmap_dir=mmap_dir).inner.eval()
+            compressed = compressor.finalize(mmap_dir=mmap_dir).inner.eval()
+        if half and not parametrize.is_parametrized(compressed):
+            return compressed.float()  # coreai-opt left it alone (e.g. a width not of 32s)
+        if half:  # the graph computes in fp32
+            parametrize.register_parametrization(compressed, "weight", _Float32(), unsafe=True)
+        return compressed
 
     def apply(self, model: nn.Module, store: str | Path | None = None) -> nn.Module:
         """Compress every module of a loaded `model` the preset names, in place."""
@@ -97,6 +110,13 @@ class Preset:
                 parent, _, leaf = name.rpartition(".")
                 setattr(model.get_submodule(parent) if parent else model, leaf, kept)
         return model.eval()
+
+
+class _Float32(nn.Module):
+    """The last parametrization of a weight compressed in fp16: the fp32 graph's dtype."""
+
+    def forward(self, weight: torch.Tensor) -> torch.Tensor:
+        return weight.float()
 
 
 class _Holder(nn.Module):
@@ -228,8 +248,10 @@ PRESETS: dict[str, Preset] = {
         Preset("int8", "int8 weights per output channel (symmetric)", _int8),
         Preset(
             "int4-block32",
-            "uint4 weights per block of 32 inputs, asymmetric (Apple's Qwen3.5 default)",
+            "uint4 weights per block of 32 inputs, asymmetric, fp16 scales (Apple's Qwen3.5 "
+            "default)",
             _int4_block32,
+            scale_dtype=torch.float16,
         ),
         Preset(
             "palettize4",
