@@ -57,6 +57,7 @@ def run_chunks(
     """Prefill at each chunk size (first strategy, default layout), runtime beside eager in
     the same process; records `bench-chunks-<shape>.json`. What it finds is the platform's
     default chunk (`zoo.core.layout.DEFAULT_CHUNK`)."""
+    from zoo.bench.chunks import PROMPTS, chunk_choice, first_token_s
     from zoo.lab.isolate import run_isolated
     from zoo.site.records import write_record
 
@@ -92,8 +93,6 @@ def run_chunks(
             }
             say(f"  {row}")
             rows.append(row)
-        from zoo.bench.chunks import PROMPTS, chunk_choice, first_token_s
-
         for row in rows:
             for prompt in PROMPTS:
                 row[f"first token s, {prompt} tokens (estimated)"] = round(

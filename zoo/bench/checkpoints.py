@@ -17,6 +17,8 @@ import shutil
 from pathlib import Path
 
 import torch
+from safetensors import safe_open
+from safetensors.torch import save_file
 
 SHARD_BYTES = 2_000_000_000
 SMALL = 1 << 20  # parameters below this many values keep the model's own init (norms, gates)
@@ -61,27 +63,25 @@ def write_random_checkpoint(
         return directory
     shutil.rmtree(directory, ignore_errors=True)
     directory.mkdir(parents=True)
-    from safetensors.torch import save_file
-
     generator = torch.Generator().manual_seed(seed)
-    tensors = checkpoint_tensors(model, config)
-    shards: list[dict[str, torch.Tensor]] = [{}]
-    size = 0
-    for name, like in tensors.items():
+    shard: dict[str, torch.Tensor] = {}
+    shards = size = 0
+    for name, like in checkpoint_tensors(model, config).items():
         if like.device.type == "meta":
             value = torch.empty(like.shape, dtype=torch.bfloat16)
             value.normal_(0.0, STD, generator=generator)
         else:
             value = like.to(torch.bfloat16).contiguous()
         nbytes = value.numel() * value.element_size()
-        if size + nbytes > shard_bytes and shards[-1]:
-            _save_shard(shards, directory, save_file)
-            shards.append({})
-            size = 0
-        shards[-1][f"model.language_model.{name}"] = value
+        if size + nbytes > shard_bytes and shard:
+            shards += 1
+            save_file(shard, str(directory / _shard_name(shards, None)), {"format": "pt"})
+            shard, size = {}, 0  # free the written tensors
+        shard[f"model.language_model.{name}"] = value
         size += nbytes
-    _save_shard(shards, directory, save_file)
-    _write_index(directory, len(shards))
+    shards += 1
+    save_file(shard, str(directory / _shard_name(shards, None)), {"format": "pt"})
+    _write_index(directory, shards)
     (directory / "config.json").write_text(json.dumps(config, indent=2))
     done.touch()
     return directory
@@ -91,20 +91,12 @@ def _shard_name(index: int, total: int | None) -> str:
     return f"model-{index:05d}-of-{total:05d}.safetensors" if total else f"part-{index:05d}"
 
 
-def _save_shard(shards: list[dict], directory: Path, save_file) -> None:
-    """Write the last shard under a provisional name and free its tensors."""
-    save_file(shards[-1], str(directory / _shard_name(len(shards), None)), {"format": "pt"})
-    shards[-1] = {name: (tuple(t.shape), t.dtype) for name, t in shards[-1].items()}
-
-
 def _write_index(directory: Path, total: int) -> None:
     """Rename the shards as published (`model-00001-of-00005.safetensors`) and index them."""
     weight_map = {}
     for index in range(1, total + 1):
         final = _shard_name(index, total)
         (directory / _shard_name(index, None)).rename(directory / final)
-        from safetensors import safe_open
-
         with safe_open(str(directory / final), framework="pt") as tensors:
             weight_map.update({key: final for key in tensors.keys()})  # noqa: SIM118
     (directory / "model.safetensors.index.json").write_text(

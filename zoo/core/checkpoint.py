@@ -337,14 +337,19 @@ def build_and_load(
                     handles[path] = files.enter_context(_open_safetensors(path))
                 _assign(module, name.rpartition(".")[2], handles[path].get_tensor(key))
             if loaded is not None and owner in owned:
-                kept = loaded(owner, module)
-                if kept is not module:
-                    parent, _, leaf = owner.rpartition(".")
-                    setattr(model.get_submodule(parent) if parent else model, leaf, kept)
+                replace_module(model, owner, loaded(owner, module))
     left = [name for name, p in model.named_parameters() if p.device.type == "meta"]
     if left:
         raise CheckpointError(f"{directory}: no tensors were read for {_listed(left)}")
     return model
+
+
+def replace_module(model: torch.nn.Module, name: str, module: torch.nn.Module) -> None:
+    """Put `module` at `name` ("layers.3.mlp.up_proj") in `model` (no-op if already there)."""
+    parent, _, leaf = name.rpartition(".")
+    owner = model.get_submodule(parent) if parent else model
+    if getattr(owner, leaf) is not module:
+        setattr(owner, leaf, module)
 
 
 def _assign(module: torch.nn.Module, leaf: str, tensor: torch.Tensor) -> None:

@@ -104,11 +104,11 @@ class Preset:
 
     def apply(self, model: nn.Module, store: str | Path | None = None) -> nn.Module:
         """Compress every module of a loaded `model` the preset names, in place."""
+        from zoo.core.checkpoint import replace_module
+
         for name, module in list(model.named_modules()):
-            kept = self.compress_module(name, module, store)
-            if kept is not module:
-                parent, _, leaf = name.rpartition(".")
-                setattr(model.get_submodule(parent) if parent else model, leaf, kept)
+            if name:  # a bare nn.Linear is compressed through compress_module itself
+                replace_module(model, name, self.compress_module(name, module, store))
         return model.eval()
 
 
