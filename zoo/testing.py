@@ -62,6 +62,19 @@ def greedy_on_runtime(asset: str, prompt: list[int], new_tokens: int = 8) -> lis
         return generator.generate(prompt, new_tokens, stop_token_ids=[])
 
 
+def engine_greedy_on_runtime(
+    bundle: str, prompt: list[int], context: int, chunk: int, new_tokens: int = 8
+) -> dict:
+    """Greedy tokens and the logits after the prompt from a bundle for Apple's engine, run
+    as that engine is reported to run it (`zoo.core.engine.EngineRunner`; isolate it)."""
+    from zoo.core.engine import EngineRunner
+
+    with EngineRunner(bundle, context, chunk) as runner:
+        logits = runner.feed(prompt)
+        tokens = runner.generate(prompt, new_tokens, stop_token_ids=[])
+    return {"tokens": tokens, "logits": logits.tolist()}
+
+
 def exported_assets(model: str, checkpoints: dict, directory, capacity: int, chunk: int):
     """The session's `ExportedAssets` of zoo model `model` over its tiny `checkpoints`."""
     from zoo.core.decode import export_model

@@ -86,7 +86,23 @@ def build_parser(model_name: str, strategies: list[str]) -> argparse.ArgumentPar
 
     export = commands.add_parser("export", help="checkpoint directory -> .aimodel")
     export.add_argument("checkpoint", type=Path, help="config.json + *.safetensors")
-    export.add_argument("output", type=Path, help="the .aimodel to write")
+    export.add_argument(
+        "output", type=Path, help="the .aimodel to write (a bundle folder for apple-engine)"
+    )
+    export.add_argument(
+        "--target",
+        default="zoo",
+        choices=("zoo", "apple-engine"),
+        help="zoo: prefill + decode for `generate` (default); apple-engine: a bundle in the "
+        "contract Apple's macOS engine reads (main + prefill, packed states, dynamic context; "
+        "--strategy, --chunk and --sidecar do not apply; docs/guides/apple-recipes.md)",
+    )
+    export.add_argument(
+        "--model-id",
+        default=None,
+        help="apple-engine: the model's hub name, recorded as the bundle's source "
+        "(default: the checkpoint folder's name)",
+    )
     export.add_argument(
         "--strategy",
         default=strategies[0],
@@ -195,6 +211,8 @@ def sidecar_wanted(preset, choice: str) -> bool:
 
 
 def _export(args, entry, export) -> int:
+    if args.target == "apple-engine":
+        return _export_engine(args, entry)
     started = time.perf_counter()
     # Everything that can be refused is refused before the (long) load and export.
     check_destination(args.output, args.overwrite, args.checkpoint)
@@ -238,10 +256,50 @@ def _export(args, entry, export) -> int:
     return 0
 
 
+def _export_engine(args, entry) -> int:
+    from zoo.core.engine import PackedPrefixWrite, check_bundle_destination, export_engine_bundle
+
+    started = time.perf_counter()
+    check_bundle_destination(args.output, args.overwrite, args.checkpoint)
+    if args.keys_layout == "bhdt":
+        raise ValueError("--target apple-engine stores keys [B, H, T, D]: drop --keys-layout")
+    say(
+        f"loading {args.checkpoint} for Apple's engine contract (context up to "
+        f"{args.capacity}, {args.compress} weights)"
+    )
+    model = entry.load(
+        args.checkpoint,
+        PackedPrefixWrite(),
+        args.capacity,
+        compress=args.compress,
+        progress=say,
+    )
+    weights = "linear" if args.weights_layout == "auto" else args.weights_layout
+    say(f"exporting main + prefill into the bundle {args.output} ...")
+    path = export_engine_bundle(
+        model,
+        args.output,
+        args.checkpoint,
+        model_id=args.model_id,
+        weights=weights,
+        compress=args.compress,
+        overwrite=args.overwrite,
+    )
+    say(f"saved {path} in {time.perf_counter() - started:.1f} s")
+    return 0
+
+
+def is_bundle(path: Path) -> bool:
+    """A bundle folder for Apple's engine (`--target apple-engine`), not a zoo asset."""
+    return path.suffix != ".aimodel" and (path / "metadata.json").is_file()
+
+
 def _tokenizer_path(args) -> Path:
     path = args.tokenizer
     if path is not None and not path.is_file():
         raise FileNotFoundError(f"--tokenizer {path}: no such file")
+    if path is None and is_bundle(args.asset):
+        path = args.asset / "tokenizer" / "tokenizer.json"
     if path is None:
         decode = read_metadata(args.asset).get("decode")
         if decode is None:
@@ -319,7 +377,13 @@ def _generate(args) -> int:
         prompt_ids = token_ids(args.prompt_ids)
     say(f"loading {args.asset} (compute unit {args.compute_unit or default_compute_unit()})")
     started = time.perf_counter()
-    with Generator(args.asset, args.compute_unit) as generator:
+    if is_bundle(args.asset):  # run as Apple's engine is reported to (zoo.core.engine)
+        from zoo.core.engine import EngineRunner
+
+        runner = EngineRunner(args.asset, compute_unit=args.compute_unit)
+    else:
+        runner = Generator(args.asset, args.compute_unit)
+    with runner as generator:
         say(
             f"loaded in {time.perf_counter() - started:.1f} s (weights "
             f"{generator.spec.compression}); {len(prompt_ids)} prompt tokens"

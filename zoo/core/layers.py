@@ -33,7 +33,9 @@ def attend(
         scores = scores.reshape(batch, kv_heads, groups, length, -1) + mask
         scores = scores.reshape(batch, kv_heads, groups * length, -1)
     out = torch.matmul(torch.softmax(scores, dim=-1), v)
-    return out.reshape(batch, heads, length, dim)
+    # Split the groups out before merging heads: with a dynamic query length (the engine
+    # contract, zoo.core.engine) torch.export cannot prove the one-step reshape contiguous.
+    return out.reshape(batch, kv_heads, groups, length, dim).reshape(batch, heads, length, dim)
 
 
 class GatedMLP(torch.nn.Module):
