@@ -137,6 +137,7 @@ LAYOUTS = {
     "transposed weights": {"weights": "transposed", "keys": "bhtd"},
     "transposed weights + keys": {"weights": "transposed", "keys": "bhdt"},
     "blocked MLP + keys": {"weights": "blocked", "keys": "bhdt"},
+    "blocked MLP and wide projections + keys": {"weights": "blocked-wide", "keys": "bhdt"},
 }
 DEFAULT_LAYOUT = "default"  # this platform's `zoo.core.layout.default_layout()`
 

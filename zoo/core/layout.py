@@ -12,6 +12,11 @@ Two choices, each measured by `python -m zoo.bench` (docs/performance.md):
   even blocks of at most `MLP_BLOCK` columns, summed: the runtime's `x @ W_t` ran at about
   half the memory bandwidth for 6144- and 12288-wide outputs and at full speed for 3072- to
   3584-wide ones (the bench's rows; docs/performance.md).
+  "blocked-wide" is "blocked" with every other projection wider than `MLP_BLOCK` (Qwen3.5's
+  6144-wide `in_proj_qkv` and 4096-wide `q_proj`, Gemma 4's full-attention `q_proj` and
+  per-layer projection, the LM head) cut the same way along its output, the blocks' outputs
+  concatenated: a candidate the bench measures beside "blocked" (not a default until it
+  measures faster).
 - keys: "bhtd" keeps the key cache as `[B, H, T, D]` like the value cache, so every step
   transposes the whole cache for `q @ K^T`; "bhdt" stores it `[B, H, D, T]`, and the step
   writes a column instead.
@@ -30,8 +35,9 @@ from torch import nn
 from zoo.core.cache import kv_caches
 from zoo.core.layers import GatedMLP
 
-WEIGHT_LAYOUTS = ("linear", "transposed", "blocked")
+WEIGHT_LAYOUTS = ("linear", "transposed", "blocked", "blocked-wide")
 MLP_BLOCK = 3584  # "blocked": the widest MLP block (Qwen3.5-0.8B's 3584 stays whole)
+WIDE_BLOCK = MLP_BLOCK  # "blocked-wide": the widest block of any other projection
 KEY_LAYOUTS = ("bhtd", "bhdt")
 
 
@@ -95,6 +101,32 @@ class TransposedLinear(nn.Module):
         return out if self.bias is None else out + self.bias
 
 
+def even_blocks(width: int, block: int) -> list[int]:
+    """As few sizes summing to `width` as keep each within `block`, as even as possible."""
+    count = -(-width // block)
+    return [width // count + (i < width % count) for i in range(count)]
+
+
+class BlockedLinear(nn.Module):
+    """`x @ W_t (+ bias)` with the output columns cut into even blocks of at most `block`,
+    each stored `[in, block]`, the outputs concatenated: the same function, no matmul wider
+    than a block (the width the runtime streams at full speed)."""
+
+    def __init__(
+        self, weight_t: torch.Tensor, bias: torch.Tensor | None = None, block: int = MLP_BLOCK
+    ) -> None:
+        super().__init__()
+        pieces = weight_t.split(even_blocks(weight_t.shape[1], block), 1)
+        self.blocks = nn.ParameterList(
+            nn.Parameter(piece.contiguous(), requires_grad=False) for piece in pieces
+        )
+        self.bias = None if bias is None else nn.Parameter(bias, requires_grad=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out = torch.cat([x @ piece for piece in self.blocks], dim=-1)
+        return out if self.bias is None else out + self.bias
+
+
 def _weight_t(projection: nn.Module) -> torch.Tensor:
     """`[in, out]` weight of an `nn.Linear` or a `TransposedLinear`."""
     if isinstance(projection, TransposedLinear):
@@ -112,9 +144,7 @@ class BlockedGatedMLP(nn.Module):
     def __init__(self, mlp: GatedMLP, block: int = MLP_BLOCK) -> None:
         super().__init__()
         self.activation = mlp.activation
-        width = _weight_t(mlp.down_proj).shape[0]
-        count = -(-width // block)  # as few blocks as fit, as even as possible
-        sizes = [width // count + (i < width % count) for i in range(count)]
+        sizes = even_blocks(_weight_t(mlp.down_proj).shape[0], block)
 
         def blocks(projection: nn.Module, dim: int) -> nn.ParameterList:
             pieces = _weight_t(projection).split(sizes, dim)
@@ -141,18 +171,24 @@ def apply_layout(model: nn.Module, weights: str = "auto", keys: str = "auto") ->
     export. "linear" / "bhtd" leave the model as it is; applying a layout twice is a no-op.
     """
     layout = resolve_layout(weights, keys)
-    if layout["weights"] == "blocked":
+    if layout["weights"] in ("blocked", "blocked-wide"):
         for parent in list(model.modules()):
             for name, child in list(parent.named_children()):
                 if isinstance(child, GatedMLP):
                     setattr(parent, name, BlockedGatedMLP(child))
-    if layout["weights"] in ("transposed", "blocked"):
+    if layout["weights"] in ("transposed", "blocked", "blocked-wide"):
         for parent in list(model.modules()):
             for name, child in list(parent.named_children()):
                 if isinstance(child, nn.Linear):
                     setattr(parent, name, TransposedLinear.from_weight(child.weight, child.bias))
         if getattr(model, "lm_head", False) is None and hasattr(model, "embed_tokens"):
             model.lm_head = TransposedLinear.from_weight(model.embed_tokens.weight)
+    if layout["weights"] == "blocked-wide":  # the rest wider than a block, the head included
+        for parent in list(model.modules()):
+            for name, child in list(parent.named_children()):
+                if isinstance(child, TransposedLinear) and child.weight_t.shape[1] > WIDE_BLOCK:
+                    blocked = BlockedLinear(child.weight_t.detach(), child.bias, WIDE_BLOCK)
+                    setattr(parent, name, blocked)
     if layout["keys"] == "bhdt":
         for cache in kv_caches(model):
             cache.keys_transposed = True
@@ -162,7 +198,9 @@ def apply_layout(model: nn.Module, weights: str = "auto", keys: str = "auto") ->
 def layout_of(model: nn.Module) -> dict[str, str]:
     """The layout `model` is stored in now."""
     modules = list(model.modules())
-    if any(isinstance(m, BlockedGatedMLP) for m in modules):
+    if any(isinstance(m, BlockedLinear) for m in modules):
+        weights = "blocked-wide"
+    elif any(isinstance(m, BlockedGatedMLP) for m in modules):
         weights = "blocked"
     elif any(isinstance(m, TransposedLinear) for m in modules):
         weights = "transposed"

@@ -11,6 +11,7 @@ from zoo.core.kv import get_strategy
 from zoo.core.layers import GatedMLP, attend
 from zoo.core.layout import (
     BlockedGatedMLP,
+    BlockedLinear,
     TransposedLinear,
     apply_layout,
     default_layout,
@@ -118,3 +119,45 @@ def test_blocked_mlp_computes_the_mlp_in_even_blocks(width, blocks):
     assert isinstance(holder.mlp, BlockedGatedMLP)
     assert layout_of(holder)["weights"] == "blocked"
     torch.testing.assert_close(holder.mlp(x), mlp(x), atol=1e-5, rtol=1e-5)
+
+
+class WideToy(nn.Module):
+    """A projection and a tied head wider than a block, a narrow projection between."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.embed_tokens = nn.Embedding(8000, 16)
+        self.wide = nn.Linear(16, 4000)
+        self.narrow = nn.Linear(4000, 16, bias=False)
+        self.lm_head = None
+
+    def forward(self, ids):
+        h = self.narrow(self.wide(self.embed_tokens(ids)))
+        if self.lm_head is None:
+            return nn.functional.linear(h, self.embed_tokens.weight)
+        return self.lm_head(h)
+
+
+def test_blocked_layout_cuts_every_projection_wider_than_a_block_and_exports(tmp_path):
+    from zoo.core.export import export
+    from zoo.core.runtime import Model
+
+    torch.manual_seed(0)
+    model, ids = WideToy().eval(), torch.tensor([[1, 4, 7999]])
+    with torch.no_grad():
+        before = model(ids)
+    apply_layout(model, "blocked-wide", "bhtd")
+    assert isinstance(model.wide, BlockedLinear) and isinstance(model.lm_head, BlockedLinear)
+    assert [piece.shape for piece in model.wide.blocks] == [(16, 2000)] * 2
+    assert [piece.shape[1] for piece in model.lm_head.blocks] == [2667, 2667, 2666]
+    assert isinstance(model.narrow, TransposedLinear)  # 16 wide: whole
+    assert layout_of(model)["weights"] == "blocked-wide"
+    with torch.no_grad():
+        torch.testing.assert_close(model(ids), before, atol=1e-5, rtol=1e-5)
+
+    # and the runtime computes the same from the exported blocks
+    asset = tmp_path / "wide.aimodel"
+    export(model, (ids,), asset, input_names=["ids"], output_names=["logits"])
+    with Model.load(asset) as loaded:
+        got = loaded.function("main")({"ids": ids.numpy().astype("int32")}, {})["logits"]
+    torch.testing.assert_close(torch.from_numpy(got), before, atol=1e-4, rtol=1e-4)
