@@ -3,11 +3,12 @@ random weights. Tiny shapes run the same code in seconds (the tests run them).""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
 from zoo.core.entry import get_entry
+from zoo.core.layout import default_chunk
 
 
 @dataclass(frozen=True)
@@ -18,7 +19,7 @@ class Shape:
     config: dict
     note: str = ""
     capacity: int = 2048
-    chunk: int = 8
+    chunk: int = field(default_factory=default_chunk)  # what `export` uses on this platform
     prompt: int = 64
     first_token_prompts: tuple[int, ...] = (16, 64, 512)  # time to first token, both sides
     strategies: tuple[str, ...] = ("runtime-index", "input-mask-blend")
