@@ -299,17 +299,22 @@ class Generator:
         self.states = self.prefill_fn.new_states()
         self.position = 0
 
-    def feed(self, ids: Sequence[int]) -> np.ndarray:
-        """Append tokens to the context; returns the logits after the last one."""
+    def _fitting(self, ids: Sequence[int], context: int, advice: str) -> list[int]:
+        """`ids` as a list, refused if empty, out of the vocabulary, or past `context`."""
         ids = list(ids)
         if not ids:
             raise ValueError("feed() needs at least one token")
         check_token_ids(ids, self.spec.vocab_size)
-        if self.position + len(ids) > self.spec.capacity:
+        if self.position + len(ids) > context:
             raise ContextFullError(
-                f"the context holds {self.spec.capacity} tokens: {self.position} are used and "
-                f"{len(ids)} more do not fit; export with a larger --capacity"
+                f"the context holds {context} tokens: {self.position} are used and "
+                f"{len(ids)} more do not fit; {advice}"
             )
+        return ids
+
+    def feed(self, ids: Sequence[int]) -> np.ndarray:
+        """Append tokens to the context; returns the logits after the last one."""
+        ids = self._fitting(ids, self.spec.capacity, "export with a larger --capacity")
         chunk = self.spec.chunk
         logits = None
         while ids:

@@ -28,7 +28,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -40,8 +39,14 @@ import torch
 from torch import nn
 
 from zoo.core.checkpoint import read_json
-from zoo.core.decode import ContextFullError, Generator, check_token_ids
-from zoo.core.export import EntryPoint, export_entry_points, read_metadata
+from zoo.core.decode import Generator
+from zoo.core.export import (
+    EntryPoint,
+    check_output_place,
+    export_entry_points,
+    read_metadata,
+    replacing_directory,
+)
 from zoo.core.kv import NEG_INF, KVStrategy
 from zoo.core.layout import apply_layout
 
@@ -150,10 +155,7 @@ def check_bundle_destination(bundle: Path, overwrite: bool, source: Path | None)
             f"{bundle}: an engine export writes a bundle folder (NAME.aimodel, tokenizer/, "
             "metadata.json inside); give a folder name without .aimodel"
         )
-    if source is not None:
-        source_dir = Path(source).resolve()
-        if bundle.resolve() == source_dir or source_dir in bundle.resolve().parents:
-            raise ValueError(f"{bundle} is (inside) the checkpoint {source}: write elsewhere")
+    check_output_place(bundle, source)
     if bundle.exists() and not overwrite:
         raise FileExistsError(
             f"{bundle} already exists; pass --overwrite to replace it, or choose another path"
@@ -272,24 +274,13 @@ def export_engine_bundle(
         "vocab_size": model.config.vocab_size,
         "stop_token_ids": [int(t) for t in model.config.stop_token_ids],
     }
-    bundle.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{name}.", suffix=".partial", dir=bundle.parent))
-    try:
-        export_entry_points(entries, staging / f"{name}.aimodel", extra_metadata={"engine": engine})
-        (staging / "tokenizer").mkdir()
+    with replacing_directory(bundle, overwrite) as fresh:
+        (fresh / "tokenizer").mkdir(parents=True)
+        export_entry_points(entries, fresh / f"{name}.aimodel", extra_metadata={"engine": engine})
         for file in tokenizer:
-            shutil.copy2(file, staging / "tokenizer" / file.name)
+            shutil.copy2(file, fresh / "tokenizer" / file.name)
         metadata = bundle_metadata(name, model_id, model, preset.name)
-        (staging / "metadata.json").write_text(json.dumps(metadata, indent=2) + "\n")
-        if bundle.exists():
-            previous = staging.with_suffix(".previous")
-            os.rename(bundle, previous)
-            os.rename(staging, bundle)
-            shutil.rmtree(previous)
-        else:
-            os.rename(staging, bundle)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+        (fresh / "metadata.json").write_text(json.dumps(metadata, indent=2) + "\n")
     return bundle
 
 
@@ -381,15 +372,7 @@ class EngineRunner(Generator):
 
     def feed(self, ids: Sequence[int]) -> np.ndarray:
         """Append tokens to the context; returns the logits `[vocab]` after the last one."""
-        ids = list(ids)
-        if not ids:
-            raise ValueError("feed() needs at least one token")
-        check_token_ids(ids, self.spec.vocab_size)
-        if self.position + len(ids) > self.context:
-            raise ContextFullError(
-                f"the states hold {self.context} tokens: {self.position} are used and "
-                f"{len(ids)} more do not fit; run with a larger context"
-            )
+        ids = self._fitting(ids, self.context, "run with a larger context")
         whole = (len(ids) - 1) // self.chunk * self.chunk
         for start in range(0, whole, self.chunk):
             self._call(self.prefill, ids[start : start + self.chunk])

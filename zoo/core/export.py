@@ -18,7 +18,7 @@ import tempfile
 import threading
 import time
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -203,12 +203,7 @@ def check_destination(
     path = Path(path)
     if path.suffix != ".aimodel":
         raise ValueError(f"an asset path must end in .aimodel, got {str(path)!r}")
-    if source is not None:
-        source_dir = Path(source).resolve()
-        if path.resolve() == source_dir or source_dir in path.resolve().parents:
-            raise ValueError(
-                f"{path} is (inside) the checkpoint {source}: write the asset elsewhere"
-            )
+    check_output_place(path, source)
     if path.exists() and not path.is_dir():
         raise FileExistsError(f"{path} exists and is not an asset directory; remove it first")
     if path.exists() and not overwrite:
@@ -216,12 +211,21 @@ def check_destination(
             f"{path} already exists; pass overwrite=True (--overwrite) to replace it, or "
             "choose another path"
         )
+    return path
+
+
+def check_output_place(path: Path, source: str | os.PathLike | None) -> None:
+    """An output folder must not be or sit inside the checkpoint `source` (an overwrite
+    would delete the weights), and its nearest existing parent must be writable."""
+    if source is not None:
+        source_dir = Path(source).resolve()
+        if path.resolve() == source_dir or source_dir in path.resolve().parents:
+            raise ValueError(f"{path} is (inside) the checkpoint {source}: write it elsewhere")
     parent = path.parent.resolve()
     while not parent.exists():
         parent = parent.parent
     if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
         raise PermissionError(f"cannot write {path}: {parent} is not a writable directory")
-    return path
 
 
 def _check_names(entry_points: Sequence[EntryPoint]) -> None:
@@ -327,9 +331,12 @@ def _interrupts_raise():
             signal.signal(number, handler)
 
 
-def _save_atomically(
-    program, path: Path, metadata: dict, overwrite: bool, extra_files: Mapping[str, Callable]
-) -> None:
+@contextlib.contextmanager
+def replacing_directory(path: Path, overwrite: bool) -> Iterator[Path]:
+    """Yield a path (not yet created) beside `path` to build a directory in; when the block
+    ends it takes `path`'s place in one rename (an existing `path` only with `overwrite`).
+    On an error or an interrupt nothing at `path` changes, and what the block built goes,
+    with any parent directories made for it."""
     _remove_stale_staging(path)
     created = [p for p in [path.parent, *path.parent.parents] if not p.exists()]
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -342,19 +349,7 @@ def _save_atomically(
     try:
         with _interrupts_raise():
             fresh = staging / path.name
-            asset = program.save_asset(fresh)
-            for name, write in extra_files.items():
-                write(fresh / name)
-            stored = _without_none(metadata)  # the asset's metadata has no null
-            asset.update_metadata(lambda m: m.set_custom(METADATA_KEY, stored))
-            # Every file's size and hash, checked before the runtime opens the asset
-            # (zoo.core.runtime.verify_asset): a damaged program kills the process.
-            stored["files"] = {
-                file.name: {"size": file.stat().st_size, "sha256": file_digest(file)}
-                for file in sorted(fresh.iterdir())
-                if file.is_file() and file.name != "metadata.json"
-            }
-            asset.update_metadata(lambda m: m.set_custom(METADATA_KEY, stored))
+            yield fresh
             if path.exists():
                 if not overwrite:  # appeared while we were exporting
                     raise FileExistsError(f"{path} appeared during the export; nothing replaced")
@@ -374,3 +369,22 @@ def _save_atomically(
             for directory in created:
                 with contextlib.suppress(OSError):
                     directory.rmdir()
+
+
+def _save_atomically(
+    program, path: Path, metadata: dict, overwrite: bool, extra_files: Mapping[str, Callable]
+) -> None:
+    with replacing_directory(path, overwrite) as fresh:
+        asset = program.save_asset(fresh)
+        for name, write in extra_files.items():
+            write(fresh / name)
+        stored = _without_none(metadata)  # the asset's metadata has no null
+        asset.update_metadata(lambda m: m.set_custom(METADATA_KEY, stored))
+        # Every file's size and hash, checked before the runtime opens the asset
+        # (zoo.core.runtime.verify_asset): a damaged program kills the process.
+        stored["files"] = {
+            file.name: {"size": file.stat().st_size, "sha256": file_digest(file)}
+            for file in sorted(fresh.iterdir())
+            if file.is_file() and file.name != "metadata.json"
+        }
+        asset.update_metadata(lambda m: m.set_custom(METADATA_KEY, stored))

@@ -107,6 +107,13 @@ def even_blocks(width: int, block: int) -> list[int]:
     return [width // count + (i < width % count) for i in range(count)]
 
 
+def frozen_blocks(weight: torch.Tensor, sizes: list[int], dim: int) -> nn.ParameterList:
+    """`weight` split into `sizes` along `dim`, each block its own contiguous parameter."""
+    return nn.ParameterList(
+        nn.Parameter(piece.contiguous(), requires_grad=False) for piece in weight.split(sizes, dim)
+    )
+
+
 class BlockedLinear(nn.Module):
     """`x @ W_t (+ bias)` with the output columns cut into even blocks of at most `block`,
     each stored `[in, block]`, the outputs concatenated: the same function, no matmul wider
@@ -116,10 +123,7 @@ class BlockedLinear(nn.Module):
         self, weight_t: torch.Tensor, bias: torch.Tensor | None = None, block: int = MLP_BLOCK
     ) -> None:
         super().__init__()
-        pieces = weight_t.split(even_blocks(weight_t.shape[1], block), 1)
-        self.blocks = nn.ParameterList(
-            nn.Parameter(piece.contiguous(), requires_grad=False) for piece in pieces
-        )
+        self.blocks = frozen_blocks(weight_t, even_blocks(weight_t.shape[1], block), 1)
         self.bias = None if bias is None else nn.Parameter(bias, requires_grad=False)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -145,16 +149,9 @@ class BlockedGatedMLP(nn.Module):
         super().__init__()
         self.activation = mlp.activation
         sizes = even_blocks(_weight_t(mlp.down_proj).shape[0], block)
-
-        def blocks(projection: nn.Module, dim: int) -> nn.ParameterList:
-            pieces = _weight_t(projection).split(sizes, dim)
-            return nn.ParameterList(
-                nn.Parameter(piece.contiguous(), requires_grad=False) for piece in pieces
-            )
-
-        self.gates = blocks(mlp.gate_proj, 1)
-        self.ups = blocks(mlp.up_proj, 1)
-        self.downs = blocks(mlp.down_proj, 0)
+        self.gates = frozen_blocks(_weight_t(mlp.gate_proj), sizes, 1)
+        self.ups = frozen_blocks(_weight_t(mlp.up_proj), sizes, 1)
+        self.downs = frozen_blocks(_weight_t(mlp.down_proj), sizes, 0)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         out = None
