@@ -60,6 +60,13 @@ FORMULATIONS: dict[str, tuple[Callable, Callable]] = {
         lambda w: w.t().contiguous(),
         _reduction_blocks,
     ),
+    # the Neural Engine's usual linear: channels first, a 1x1 convolution
+    "1x1 convolution ([1, in, 1, T], weights [out, in, 1, 1])": (
+        lambda w: w[:, :, None, None].clone(),
+        lambda x, w4: nn.functional.conv2d(x.transpose(1, 2)[:, :, None], w4)[:, :, 0].transpose(
+            1, 2
+        ),
+    ),
 }
 
 

@@ -139,6 +139,7 @@ LAYOUTS = {
     "transposed weights + keys": {"weights": "transposed", "keys": "bhdt"},
     "blocked MLP + keys": {"weights": "blocked", "keys": "bhdt"},
     "blocked MLP and wide projections + keys": {"weights": "blocked-wide", "keys": "bhdt"},
+    "blocked MLP + keys, rows as a batch": {"weights": "blocked-rows", "keys": "bhdt"},
 }
 DEFAULT_LAYOUT = "default"  # this platform's `zoo.core.layout.default_layout()`
 

@@ -138,26 +138,50 @@ class WideToy(nn.Module):
         return self.lm_head(h)
 
 
-def test_blocked_layout_cuts_every_projection_wider_than_a_block_and_exports(tmp_path):
+def assert_layout_keeps_the_function(model, ids, layout: str, tmp_path) -> None:
+    """`model` in `layout` computes what it computed before, in torch and on the runtime."""
     from zoo.core.export import export
     from zoo.core.runtime import Model
 
-    torch.manual_seed(0)
-    model, ids = WideToy().eval(), torch.tensor([[1, 4, 7999]])
     with torch.no_grad():
         before = model(ids)
-    apply_layout(model, "blocked-wide", "bhtd")
-    assert isinstance(model.wide, BlockedLinear) and isinstance(model.lm_head, BlockedLinear)
-    assert [piece.shape for piece in model.wide.blocks] == [(16, 2000)] * 2
-    assert [piece.shape[1] for piece in model.lm_head.blocks] == [2667, 2667, 2666]
-    assert isinstance(model.narrow, TransposedLinear)  # 16 wide: whole
-    assert layout_of(model)["weights"] == "blocked-wide"
+    apply_layout(model, layout, "bhtd")
+    assert layout_of(model)["weights"] == layout
     with torch.no_grad():
         torch.testing.assert_close(model(ids), before, atol=1e-5, rtol=1e-5)
-
-    # and the runtime computes the same from the exported blocks
-    asset = tmp_path / "wide.aimodel"
+    asset = tmp_path / f"{layout}.aimodel"
     export(model, (ids,), asset, input_names=["ids"], output_names=["logits"])
     with Model.load(asset) as loaded:
         got = loaded.function("main")({"ids": ids.numpy().astype("int32")}, {})["logits"]
     torch.testing.assert_close(torch.from_numpy(got), before, atol=1e-4, rtol=1e-4)
+
+
+def test_blocked_layout_cuts_every_projection_wider_than_a_block_and_exports(tmp_path):
+    torch.manual_seed(0)
+    model = WideToy().eval()
+    assert_layout_keeps_the_function(model, torch.tensor([[1, 4, 7999]]), "blocked-wide", tmp_path)
+    assert isinstance(model.wide, BlockedLinear) and isinstance(model.lm_head, BlockedLinear)
+    assert [piece.shape for piece in model.wide.blocks] == [(16, 2000)] * 2
+    assert [piece.shape[1] for piece in model.lm_head.blocks] == [2667, 2667, 2666]
+    assert isinstance(model.narrow, TransposedLinear)  # 16 wide: whole
+
+
+class MLPToy(nn.Module):
+    """A projection, a gated MLP and a head: every kind of module a layout re-stores."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.embed_tokens = nn.Embedding(64, 16)
+        self.proj = nn.Linear(16, 16)
+        self.mlp = GatedMLP(16, 40, nn.functional.silu)
+        self.lm_head = nn.Linear(16, 64, bias=False)
+
+    def forward(self, ids):
+        return self.lm_head(self.mlp(self.proj(self.embed_tokens(ids))))
+
+
+def test_rows_as_a_batch_computes_the_same_and_exports(tmp_path):
+    torch.manual_seed(0)
+    model = MLPToy().eval()
+    assert_layout_keeps_the_function(model, torch.tensor([[1, 4, 63, 9]]), "blocked-rows", tmp_path)
+    assert model.proj.rows and model.lm_head.rows and model.mlp.rows
