@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 import torch
 
+from zoo.core.decode import ContextFullError
 from zoo.core.engine import EngineRunner, PackedPrefixWrite, export_engine_bundle
 from zoo.core.export import read_metadata
 from zoo.core.runtime import Model
@@ -145,12 +146,18 @@ def test_the_bundle_decodes_like_transformers(bundle, checkpoints):
     assert problem is None, f"{problem}: {outcome.detail} (expectation: {want_outcome.source})"
 
 
-def test_generate_runs_a_bundle(bundle):
+def test_generate_runs_a_bundle_and_the_runner_refuses_past_its_context(bundle):
     done = cli("generate", bundle, "--prompt", "w2 w17 w33 w91 w5", "--max-new-tokens", 4)
     assert done.returncode == 0, done.stderr
     assert len(done.stdout.split()) == 4 and all(w.startswith("w") for w in done.stdout.split())
     with pytest.raises(ValueError, match="exactly|2 to 2100"):
         EngineRunner(bundle, context=CAPACITY + 1)
+    with EngineRunner(bundle, context=8) as runner:
+        runner.feed(PROMPT[:6])
+        with pytest.raises(ContextFullError, match="6 are used and 3 more do not fit"):
+            runner.feed(PROMPT[6:9])
+        assert runner.position == 6  # nothing of the refused feed was run
+        runner.feed(PROMPT[6:8])
 
 
 @pytest.mark.parametrize(
