@@ -18,9 +18,10 @@ Two choices, each measured by `python -m zoo.bench` (docs/performance.md):
   concatenated: a candidate the bench measures beside "blocked" (not a default until it
   measures faster).
   "blocked-rows" is "blocked" with every projection computing the rows of a prefill chunk
-  as a batch of one-row matmuls (`x[..., None, :] @ W_t`): alone, that formulation ran
-  about a quarter faster than `x @ W_t` at 8 to 32 rows (`python -m zoo.bench --matmul`);
-  the bench measures it beside "blocked" in a whole decoder.
+  as a batch of one-row matmuls (`x[..., None, :] @ W_t`): alone, that formulation ran up
+  to a quarter faster than `x @ W_t` at 8 to 32 rows in one run of `python -m zoo.bench
+  --matmul`; the bench measures it beside "blocked" in a whole decoder (no faster there).
+  Each weights layout is the steps it takes (`WEIGHT_STEPS`): a new one is a row there.
 - keys: "bhtd" keeps the key cache as `[B, H, T, D]` like the value cache, so every step
   transposes the whole cache for `q @ K^T`; "bhdt" stores it `[B, H, D, T]`, and the step
   writes a column instead.
@@ -39,7 +40,15 @@ from torch import nn
 from zoo.core.cache import kv_caches
 from zoo.core.layers import GatedMLP
 
-WEIGHT_LAYOUTS = ("linear", "transposed", "blocked", "blocked-wide", "blocked-rows")
+# weights layout -> the steps `apply_layout` takes (each step once, in `_STEPS` order)
+WEIGHT_STEPS: dict[str, tuple[str, ...]] = {
+    "linear": (),
+    "transposed": ("transpose",),
+    "blocked": ("block-mlp", "transpose"),
+    "blocked-wide": ("block-mlp", "transpose", "block-wide"),
+    "blocked-rows": ("block-mlp", "transpose", "rows"),
+}
+WEIGHT_LAYOUTS = tuple(WEIGHT_STEPS)
 MLP_BLOCK = 3584  # "blocked": the widest MLP block (Qwen3.5-0.8B's 3584 stays whole)
 WIDE_BLOCK = MLP_BLOCK  # "blocked-wide": the widest block of any other projection
 KEY_LAYOUTS = ("bhtd", "bhdt")
@@ -177,6 +186,52 @@ class BlockedGatedMLP(nn.Module):
         return out.squeeze(-2) if self.rows else out
 
 
+def _replace_children(model: nn.Module, kind: type, make) -> None:
+    """Every child module of type `kind` replaced by `make(child)` (or kept if it is None)."""
+    for parent in list(model.modules()):
+        for name, child in list(parent.named_children()):
+            if isinstance(child, kind) and (new := make(child)) is not None:
+                setattr(parent, name, new)
+
+
+def _block_mlp(model: nn.Module) -> None:
+    _replace_children(model, GatedMLP, BlockedGatedMLP)
+
+
+def _transpose(model: nn.Module) -> None:
+    _replace_children(model, nn.Linear, lambda c: TransposedLinear.from_weight(c.weight, c.bias))
+    if getattr(model, "lm_head", False) is None and hasattr(model, "embed_tokens"):
+        model.lm_head = TransposedLinear.from_weight(model.embed_tokens.weight)
+
+
+def _block_wide(model: nn.Module) -> None:  # the rest wider than a block, the head included
+    _replace_children(
+        model,
+        TransposedLinear,
+        lambda c: (
+            BlockedLinear(c.weight_t.detach(), c.bias, WIDE_BLOCK)
+            if c.weight_t.shape[1] > WIDE_BLOCK
+            else None
+        ),
+    )
+
+
+def _rows(model: nn.Module) -> None:
+    for module in model.modules():
+        if isinstance(module, TransposedLinear | BlockedGatedMLP):
+            module.rows = True
+
+
+# step -> (what it does, whether a model shows it); applied in this order (blocking the
+# MLP before transposing keeps its weights from being copied twice)
+_STEPS = {
+    "block-mlp": (_block_mlp, lambda m: isinstance(m, BlockedGatedMLP)),
+    "transpose": (_transpose, lambda m: isinstance(m, TransposedLinear)),
+    "block-wide": (_block_wide, lambda m: isinstance(m, BlockedLinear)),
+    "rows": (_rows, lambda m: isinstance(m, TransposedLinear | BlockedGatedMLP) and m.rows),
+}
+
+
 def apply_layout(model: nn.Module, weights: str = "auto", keys: str = "auto") -> dict[str, str]:
     """Re-store a zoo model's weights and key caches in a layout, in place; returns it.
 
@@ -184,28 +239,9 @@ def apply_layout(model: nn.Module, weights: str = "auto", keys: str = "auto") ->
     export. "linear" / "bhtd" leave the model as it is; applying a layout twice is a no-op.
     """
     layout = resolve_layout(weights, keys)
-    if layout["weights"] in ("blocked", "blocked-wide", "blocked-rows"):
-        for parent in list(model.modules()):
-            for name, child in list(parent.named_children()):
-                if isinstance(child, GatedMLP):
-                    setattr(parent, name, BlockedGatedMLP(child))
-    if layout["weights"] in ("transposed", "blocked", "blocked-wide", "blocked-rows"):
-        for parent in list(model.modules()):
-            for name, child in list(parent.named_children()):
-                if isinstance(child, nn.Linear):
-                    setattr(parent, name, TransposedLinear.from_weight(child.weight, child.bias))
-        if getattr(model, "lm_head", False) is None and hasattr(model, "embed_tokens"):
-            model.lm_head = TransposedLinear.from_weight(model.embed_tokens.weight)
-    if layout["weights"] == "blocked-wide":  # the rest wider than a block, the head included
-        for parent in list(model.modules()):
-            for name, child in list(parent.named_children()):
-                if isinstance(child, TransposedLinear) and child.weight_t.shape[1] > WIDE_BLOCK:
-                    blocked = BlockedLinear(child.weight_t.detach(), child.bias, WIDE_BLOCK)
-                    setattr(parent, name, blocked)
-    if layout["weights"] == "blocked-rows":
-        for module in model.modules():
-            if isinstance(module, TransposedLinear | BlockedGatedMLP):
-                module.rows = True
+    for step, (run, _) in _STEPS.items():
+        if step in WEIGHT_STEPS[layout["weights"]]:
+            run(model)
     if layout["keys"] == "bhdt":
         for cache in kv_caches(model):
             cache.keys_transposed = True
@@ -213,19 +249,11 @@ def apply_layout(model: nn.Module, weights: str = "auto", keys: str = "auto") ->
 
 
 def layout_of(model: nn.Module) -> dict[str, str]:
-    """The layout `model` is stored in now."""
+    """The layout `model` is stored in now: the simplest whose steps cover those it shows."""
     modules = list(model.modules())
-    if any(isinstance(m, BlockedLinear) for m in modules):
-        weights = "blocked-wide"
-    elif any(isinstance(m, TransposedLinear | BlockedGatedMLP) and m.rows for m in modules):
-        weights = "blocked-rows"
-    elif any(isinstance(m, BlockedGatedMLP) for m in modules):
-        weights = "blocked"
-    elif any(isinstance(m, TransposedLinear) for m in modules):
-        weights = "transposed"
-    else:
-        weights = "linear"
+    shown = {step for step, (_, shows) in _STEPS.items() if any(map(shows, modules))}
+    covering = [name for name, steps in WEIGHT_STEPS.items() if shown <= set(steps)]
     return {
-        "weights": weights,
+        "weights": min(covering, key=lambda name: len(WEIGHT_STEPS[name])),
         "keys": "bhdt" if any(c.keys_transposed for c in kv_caches(model)) else "bhtd",
     }
