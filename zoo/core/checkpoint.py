@@ -83,16 +83,17 @@ def split_config(
     """The decoder's part of a config.json; `refused` maps model types of the same family
     this entry does not load to why (e.g. the mixture-of-experts sizes)."""
     top, model_type = raw, raw.get("model_type")
-    multimodal, text = model_type == multimodal_type, raw
+    multimodal, text = multimodal_type is not None and model_type == multimodal_type, raw
     if multimodal:
         text = raw.get("text_config") or {}
         model_type = text.get("model_type", text_type)
     if model_type in refused:
         raise UnsupportedConfig(f"model_type {model_type!r}: {refused[model_type]}")
     if model_type != text_type:
+        also = f", or {multimodal_type!r} with a text_config" if multimodal_type else ""
         raise ValueError(
             f"config.json has model_type {model_type!r}; this entry loads {family} "
-            f"checkpoints ({text_type!r}, or {multimodal_type!r} with a text_config)"
+            f"checkpoints ({text_type!r}{also})"
         )
     return CheckpointConfig(dict(text), dict(top), {}, multimodal)
 
@@ -121,10 +122,10 @@ class DecoderConfig:
     tying defaults (text config, multimodal config) as class variables."""
 
     TEXT_TYPE: ClassVar[str]
-    MULTIMODAL_TYPE: ClassVar[str]
+    MULTIMODAL_TYPE: ClassVar[str | None] = None  # None: a text-only family
     FAMILY: ClassVar[str]
     REFUSED_MODEL_TYPES: ClassVar[dict[str, str]] = {}
-    TIE_DEFAULTS: ClassVar[tuple[bool, bool]]
+    TIE_DEFAULTS: ClassVar[tuple[bool, bool]] = (False, False)
 
     @classmethod
     def text_fields(cls, text: dict) -> dict:

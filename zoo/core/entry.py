@@ -19,8 +19,9 @@ from torch import nn
 from zoo.core.checkpoint import build_and_load, find_tensor
 from zoo.core.sidecar import SidecarSource
 
-# Where transformers puts a text decoder's tensors: text-only, then multimodal layouts.
-TEXT_PREFIXES = ("model.language_model.", "model.")
+# Where transformers puts a text decoder's tensors: the multimodal layouts (transformers 5,
+# then Gemma 3's as released and as transformers still writes it), then text-only.
+TEXT_PREFIXES = ("model.language_model.", "language_model.model.", "model.")
 
 
 @dataclass(frozen=True)
@@ -43,9 +44,11 @@ class ModelEntry:
     config: type  # a DecoderConfig dataclass
     model: Callable[..., nn.Module]  # (config, strategy, capacity, **options) -> decoder
     # the transformers classes of the reference: `{name}TextConfig` (text-only, loaded
-    # through AutoModelForCausalLM), `{name}Config` + `{name}ForConditionalGeneration`
+    # through AutoModelForCausalLM), `{name}Config` + `{name}ForConditionalGeneration`;
+    # a family without a multimodal layout (`text_only`) has only `{name}Config`
     transformers_name: str
     tiny: TinyCheckpoint
+    text_only: bool = False
     towers: tuple[str, ...] = ()  # checkpoint names (after the prefix) of other modalities
     # the load option that keeps lookup tables out of the graph (`--sidecar`), if any
     sidecar_option: str | None = None
@@ -56,8 +59,8 @@ class ModelEntry:
     def checkpoint_name(self, key: str) -> str | None:
         """Our parameter name for a checkpoint tensor, or None to skip it (vision or audio
         towers, multi-token-prediction heads)."""
-        if key == "lm_head.weight":
-            return key
+        if key in ("lm_head.weight", "language_model.lm_head.weight"):
+            return "lm_head.weight"
         for prefix in TEXT_PREFIXES:
             if key.startswith(prefix):
                 name = key[len(prefix) :]
@@ -164,14 +167,73 @@ class ModelEntry:
         return load_reference(directory, self.config.MULTIMODAL_TYPE, self.multimodal_class)
 
     @property
-    def multimodal_class(self) -> str:
-        return f"{self.transformers_name}ForConditionalGeneration"
+    def multimodal_class(self) -> str | None:
+        return None if self.text_only else f"{self.transformers_name}ForConditionalGeneration"
+
+    @property
+    def text_config_class(self) -> str:
+        suffix = "Config" if self.text_only else "TextConfig"
+        return f"{self.transformers_name}{suffix}"
+
+
+# The model contract: what the loader, export, layouts, the bench and the CLI need of a
+# decoder built by `ModelEntry.model(config, strategy, capacity)`. Checked at registration
+# on the entry's tiny config (built on the meta device: no memory, milliseconds).
+CONTRACT_ATTRIBUTES = {
+    "name": "the entry's name, recorded in an asset's DecodeSpec",
+    "config": "the DecoderConfig it was built from (vocab_size, stop_token_ids, ...)",
+    "strategy": "the KV strategy (zoo.core.kv) its caches write with",
+    "capacity": "tokens its KV caches hold",
+    "embed_tokens": "the nn.Embedding table (layouts, the bench and a tied head read it)",
+    "lm_head": "the head: an nn.Linear, or None when tied to embed_tokens",
+    "layers": "the decoder layers, an nn.ModuleList",
+}
+CONTRACT_FORWARD = ("input_ids", "positions", "step", "states", "last_row_only")
+
+
+def check_contract(entry: ModelEntry) -> None:
+    """Refuse an entry whose decoder breaks the contract, naming what is missing:
+    `forward(input_ids, positions, step, states, last_row_only=False) -> logits` and
+    `state_shapes() -> {state name: shape}` beside `CONTRACT_ATTRIBUTES`."""
+    import inspect
+
+    from zoo.core.kv import get_strategy
+
+    with torch.device("meta"):
+        config = entry.config.from_dict({"model_type": entry.config.TEXT_TYPE, **entry.tiny.text})
+        model = entry.model(config, get_strategy("runtime-index"), 16)
+    problems = [
+        f"no `{name}` ({why})"
+        for name, why in CONTRACT_ATTRIBUTES.items()
+        if not hasattr(model, name)
+    ]
+    if getattr(model, "name", entry.name) != entry.name:
+        problems.append(f"`name` is {model.name!r}, the entry is {entry.name!r}")
+    head = getattr(model, "lm_head", None)
+    if head is not None and not isinstance(head, nn.Linear):
+        problems.append("`lm_head` is neither an nn.Linear nor None")
+    parameters = list(inspect.signature(model.forward).parameters)
+    # called positionally (zoo.core.decode.FlatDecoder), `last_row_only` by name
+    if len(parameters) < len(CONTRACT_FORWARD) or "last_row_only" not in parameters:
+        problems.append(f"forward{tuple(parameters)} does not take {CONTRACT_FORWARD}")
+    shapes = model.state_shapes() if callable(getattr(model, "state_shapes", None)) else None
+    if not isinstance(shapes, dict) or not all(
+        isinstance(name, str) and all(isinstance(n, int) for n in shape)
+        for name, shape in shapes.items()
+    ):
+        problems.append("no `state_shapes()` returning {state name: shape}")
+    if problems:
+        raise TypeError(
+            f"zoo entry {entry.name!r} breaks the model contract: " + "; ".join(problems)
+        )
 
 
 ENTRIES: dict[str, ModelEntry] = {}
 
 
 def register(entry: ModelEntry) -> ModelEntry:
+    """Add a zoo entry, checked against the model contract (`check_contract`)."""
+    check_contract(entry)
     ENTRIES[entry.name] = entry
     return entry
 

@@ -38,6 +38,20 @@ def attend(
     return out.reshape(batch, kv_heads, groups, length, dim).reshape(batch, heads, length, dim)
 
 
+class RMSNorm(torch.nn.Module):
+    """`x * rsqrt(mean(x^2) + eps) * w`, or `* (1 + w)` with `unit_offset` (Gemma, Qwen3.5:
+    weights stored as offsets from one)."""
+
+    def __init__(self, dim: int, eps: float, unit_offset: bool = False) -> None:
+        super().__init__()
+        self.eps, self.unit_offset = eps, unit_offset
+        self.weight = torch.nn.Parameter(torch.zeros(dim) if unit_offset else torch.ones(dim))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        scale = 1.0 + self.weight if self.unit_offset else self.weight
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * scale
+
+
 class GatedMLP(torch.nn.Module):
     """`down(act(gate(x)) * up(x))`: the MLP of Gemma (gelu-tanh) and Qwen (silu)."""
 

@@ -6,12 +6,14 @@ import json
 from pathlib import Path
 
 
-def load_reference(directory: str | Path, multimodal_type: str, multimodal_class: str):
+def load_reference(
+    directory: str | Path, multimodal_type: str | None, multimodal_class: str | None
+):
     """The transformers model of a checkpoint directory (text-only or multimodal layout)."""
     import transformers
 
     config = json.loads((Path(directory) / "config.json").read_text())
-    if config.get("model_type") == multimodal_type:
+    if multimodal_type is not None and config.get("model_type") == multimodal_type:
         cls = getattr(transformers, multimodal_class)
     else:
         cls = transformers.AutoModelForCausalLM
@@ -19,11 +21,16 @@ def load_reference(directory: str | Path, multimodal_type: str, multimodal_class
 
 
 def greedy_reference(model, prompt: list[int], max_new_tokens: int = 8) -> list[int]:
-    """transformers' greedy `generate`, without stopping at an end-of-sequence token."""
+    """transformers' greedy `generate`, without stopping at an end-of-sequence token.
+
+    The attention mask is passed: without it transformers masks every prompt token equal to
+    the pad id (SmolLM2's pad id is its `<|im_end|>`, which chat prompts contain)."""
     import torch
 
+    ids = torch.tensor([prompt])
     output = model.generate(
-        torch.tensor([prompt]),
+        ids,
+        attention_mask=torch.ones_like(ids),
         max_new_tokens=max_new_tokens,
         do_sample=False,
         eos_token_id=None,
@@ -56,7 +63,7 @@ def write_tiny_checkpoint(entry, directory: Path, text: dict, seed: int, multimo
     import transformers
 
     torch.manual_seed(seed)
-    text_config = getattr(transformers, f"{entry.transformers_name}TextConfig")
+    text_config = getattr(transformers, entry.text_config_class)
     if multimodal:
         config_class = getattr(transformers, f"{entry.transformers_name}Config")
         config = config_class(text_config=text, **entry.tiny.towers)

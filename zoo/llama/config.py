@@ -1,0 +1,64 @@
+"""Llama text-decoder configuration (SmolLM2, Llama 3.x), read from a checkpoint's config.json.
+
+Field names and defaults follow transformers 5.23 `LlamaConfig`. Released files spell RoPE
+either way: `rope_theta` + `rope_scaling` (SmolLM2, Llama 3.x as published) or
+`rope_parameters` (as transformers 5 re-saves them); both are read.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from zoo.core.checkpoint import DecoderConfig, UnsupportedConfig
+from zoo.core.rope import rope_parameters
+
+
+@dataclass
+class LlamaConfig(DecoderConfig):
+    TEXT_TYPE, FAMILY = "llama", "Llama"
+
+    vocab_size: int = 32_000
+    hidden_size: int = 4096
+    intermediate_size: int = 11_008
+    num_hidden_layers: int = 32
+    num_attention_heads: int = 32
+    num_key_value_heads: int | None = None  # None: as many as the query heads
+    head_dim: int | None = None  # None: hidden_size / num_attention_heads
+    hidden_act: str = "silu"
+    rms_norm_eps: float = 1e-6
+    rope_parameters: dict | None = None
+    rope_scaling: dict | None = None  # the older spellings, folded into rope_parameters
+    rope_theta: float | None = None
+    attention_bias: bool = False
+    mlp_bias: bool = False
+    pretraining_tp: int = 1
+    tie_word_embeddings: bool = False
+    bos_token_id: int | None = 1
+    eos_token_id: int | list[int] | None = 2
+    pad_token_id: int | None = None
+    # every id that ends a generation (generation_config.json, text config)
+    stop_token_ids: list[int] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if self.num_key_value_heads is None:
+            self.num_key_value_heads = self.num_attention_heads
+        if self.head_dim is None:
+            self.head_dim = self.hidden_size // self.num_attention_heads
+        theta = 10_000.0 if self.rope_theta is None else self.rope_theta
+        self.rope_parameters = rope_parameters(self.rope_parameters, self.rope_scaling, theta)
+        if not self.stop_token_ids:
+            eos = self.eos_token_id
+            self.stop_token_ids = [eos] if isinstance(eos, int) else list(eos or [])
+        unsupported = []
+        if self.hidden_act != "silu":
+            unsupported.append(f"hidden_act={self.hidden_act!r}")
+        if self.mlp_bias:
+            unsupported.append("mlp_bias=True")
+        if self.num_attention_heads % self.num_key_value_heads:
+            unsupported.append(
+                f"{self.num_attention_heads} query heads over {self.num_key_value_heads} KV heads"
+            )
+        if unsupported:
+            raise UnsupportedConfig(
+                "this Llama entry does not implement: " + "; ".join(unsupported)
+            )

@@ -1,0 +1,106 @@
+"""The Llama text decoder (SmolLM2, Llama 3.x), re-authored for Core AI.
+
+It computes what transformers 5.23 `LlamaForCausalLM` computes (the parity tests hold it
+to that). Every attention layer writes its keys and values into a cache state through the
+KV strategy the model was built with (`zoo.core.kv`); the host passes the masks. One forward
+serves prefill (T tokens) and decode (T = 1).
+
+Llama is the plain pre-norm decoder the other entries are variations of:
+- RMSNorm `x * rsqrt(mean(x^2) + eps) * w` before attention and before the MLP;
+- grouped-query attention scaled by `1/sqrt(head_dim)`, optional q/k/v/o biases
+  (`attention_bias`), RoPE on the whole head: `default`, or `llama3` (Llama 3.1+: long
+  wavelengths stretched by `factor`) from `zoo.core.rope`;
+- a SiLU gated MLP; a head tied to the embedding (SmolLM2, Llama 3.2) or its own.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from zoo.core.cache import KVCache
+from zoo.core.kv import KVStrategy
+from zoo.core.layers import GatedMLP, RMSNorm
+from zoo.core.rope import inverse_frequencies, rope_cos_sin, rotate
+from zoo.llama.config import LlamaConfig
+
+
+class Attention(nn.Module):
+    def __init__(self, config: LlamaConfig, layer: int, strategy: KVStrategy, capacity: int):
+        super().__init__()
+        self.heads, self.kv_heads = config.num_attention_heads, config.num_key_value_heads
+        self.head_dim, hidden, bias = config.head_dim, config.hidden_size, config.attention_bias
+        self.cache = KVCache(strategy, layer, self.kv_heads, capacity, self.head_dim)
+        self.q_proj = nn.Linear(hidden, self.heads * self.head_dim, bias=bias)
+        self.k_proj = nn.Linear(hidden, self.kv_heads * self.head_dim, bias=bias)
+        self.v_proj = nn.Linear(hidden, self.kv_heads * self.head_dim, bias=bias)
+        self.o_proj = nn.Linear(self.heads * self.head_dim, hidden, bias=bias)
+        inv_freq = inverse_frequencies(self.head_dim, config.rope_parameters)
+        self.register_buffer("inv_freq", inv_freq, persistent=False)
+
+    def forward(self, x, positions, step, states: dict) -> torch.Tensor:
+        batch, length, _ = x.shape
+        cos, sin = rope_cos_sin(positions, self.inv_freq)
+        q = self.q_proj(x).reshape(batch, length, self.heads, self.head_dim).transpose(1, 2)
+        k = self.k_proj(x).reshape(batch, length, self.kv_heads, self.head_dim).transpose(1, 2)
+        v = self.v_proj(x).reshape(batch, length, self.kv_heads, self.head_dim).transpose(1, 2)
+        keys, values = self.cache.write(states, rotate(k, cos, sin), v, step)
+        out = self.cache.attend(rotate(q, cos, sin), keys, values, step["attn_mask"])
+        return self.o_proj(out.transpose(1, 2).reshape(batch, length, -1))
+
+
+class DecoderLayer(nn.Module):
+    def __init__(self, config: LlamaConfig, layer: int, strategy: KVStrategy, capacity: int):
+        super().__init__()
+        hidden, eps = config.hidden_size, config.rms_norm_eps
+        self.self_attn = Attention(config, layer, strategy, capacity)
+        self.mlp = GatedMLP(hidden, config.intermediate_size, F.silu)
+        self.input_layernorm = RMSNorm(hidden, eps)
+        self.post_attention_layernorm = RMSNorm(hidden, eps)
+
+    def forward(self, h, positions, step, states: dict) -> torch.Tensor:
+        h = h + self.self_attn(self.input_layernorm(h), positions, step, states)
+        return h + self.mlp(self.post_attention_layernorm(h))
+
+
+class Llama(nn.Module):
+    """`forward(input_ids, positions, step, states) -> logits`.
+
+    `step` holds the KV strategy's inputs by name (`strategy.step_inputs`: write index or
+    mask, and `attn_mask`); `states` the key and value caches of `state_shapes()` by name
+    (`zoo.core.decode.FlatDecoder` flattens both for export).
+    """
+
+    name = "llama"  # the zoo entry, recorded in the asset's DecodeSpec
+
+    def __init__(self, config: LlamaConfig, strategy: KVStrategy, capacity: int) -> None:
+        super().__init__()
+        strategy.check_serves("Llama")
+        self.config, self.strategy, self.capacity = config, strategy, capacity
+        self.embed_tokens = nn.Embedding(config.vocab_size, config.hidden_size)
+        self.layers = nn.ModuleList(
+            DecoderLayer(config, i, strategy, capacity) for i in range(config.num_hidden_layers)
+        )
+        self.norm = RMSNorm(config.hidden_size, config.rms_norm_eps)
+        self.lm_head = (
+            None
+            if config.tie_word_embeddings
+            else nn.Linear(config.hidden_size, config.vocab_size, bias=False)
+        )
+
+    def state_shapes(self) -> dict[str, tuple[int, ...]]:
+        """The exported functions' states: each layer's key and value cache."""
+        return {n: s for layer in self.layers for n, s in layer.self_attn.cache.shapes().items()}
+
+    def forward(self, input_ids, positions, step: dict, states: dict, last_row_only=False):
+        h = self.embed_tokens(input_ids)
+        for layer in self.layers:
+            h = layer(h, positions, step, states)
+        if last_row_only:  # prefill: only the logits after the chunk's last token are read
+            h = h[:, -1:]
+        h = self.norm(h)
+        # A tied head reads the embedding table, unless an export layout stored its own copy.
+        if self.lm_head is None:
+            return F.linear(h, self.embed_tokens.weight)
+        return self.lm_head(h)
