@@ -85,14 +85,16 @@ def _period(text: dict) -> int:
     kinds = text.get("layer_types") or []
     if "full_attention" in kinds:
         return kinds.index("full_attention") + 1
-    return int(text.get("full_attention_interval", 4))
+    pattern = text.get("sliding_window_pattern") or text.get("_sliding_window_pattern")
+    return int(pattern or text.get("full_attention_interval", 4))
 
 
 def scale_down(config: dict) -> dict:
     """A released config.json at tiny widths, every key spelled as it was.
 
     - text-config widths become `TINY_WIDTHS` (a zero stays zero), vision and audio towers
-      `TINY_TOWERS`;
+      `TINY_TOWERS`; where the head count does not divide the tiny hidden size (9 or 24
+      heads) or sets the head dim, the hidden size is heads x the tiny head dim;
     - the layer count becomes two repeats of the attention pattern (the published
       `layer_types` cut to that length), and Gemma 4's KV-shared layers shrink in
       proportion while at least one repeat keeps its own KV;
@@ -112,6 +114,9 @@ def scale_down(config: dict) -> dict:
     for key, value in TINY_WIDTHS.items():
         if text.get(key):
             text[key] = value
+    heads = text["num_attention_heads"]
+    if "head_dim" not in text or text["hidden_size"] % heads:  # transformers checks both
+        text["hidden_size"] = heads * TINY_WIDTHS["head_dim"]
     for tower in ("vision_config", "audio_config"):
         if isinstance(config.get(tower), dict):
             for key, value in TINY_TOWERS.items():

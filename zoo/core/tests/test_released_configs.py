@@ -1,6 +1,6 @@
 """Checkpoints as the model repositories publish them (issue: real config.json files).
 
-- every released Gemma 4 and Qwen3.5 config.json (zoo/*/released/), scaled down, either
+- every released config.json of every zoo entry (zoo/*/released/), scaled down, either
   decodes like transformers on the runtime (tokens and logits) or is refused naming why;
 - our config readers agree with transformers' config classes on every field we use;
 - the spellings transformers never writes back: `global_head_dim`, top-level tying of the
@@ -16,6 +16,7 @@ import pytest
 import torch
 
 from zoo.core.checkpoint import UnsupportedConfig
+from zoo.core.entry import get_entry
 from zoo.gemma4 import Gemma4Config, load_gemma4, torch_logits
 from zoo.qwen3_5 import Qwen3_5Config, load_qwen3_5
 from zoo.qwen3_5 import torch_logits as qwen_logits
@@ -57,6 +58,12 @@ def test_every_released_size_has_a_fixture():
         assert f"gemma-4-{size}-it" in names
     for size in ("0.8B", "2B", "4B", "9B", "27B", "35B-A3B", "122B-A10B", "397B-A17B"):
         assert f"Qwen3.5-{size}" in names
+    for size in ("135M", "360M", "1.7B"):
+        assert f"SmolLM2-{size}-Instruct" in names
+    for size in ("3.2-1B", "3.2-3B", "3.1-8B"):
+        assert f"Llama-{size}-Instruct" in names
+    for size in ("270m", "1b-it", "4b-it", "12b-it", "27b-it"):
+        assert f"gemma-3-{size}" in names
 
 
 def test_scale_down_keeps_every_key_and_its_spelling():
@@ -64,10 +71,12 @@ def test_scale_down_keeps_every_key_and_its_spelling():
         released = json.loads(released_configs(model)[name].read_text())
         tiny = scale_down(released)
         assert set(tiny) == set(released)
-        assert set(tiny["text_config"]) == set(released["text_config"])
-        text = tiny["text_config"]
-        assert len(text["layer_types"]) == text["num_hidden_layers"] <= 12
-        assert text["layer_types"][-1] == "full_attention"
+        text, released_text = tiny.get("text_config", tiny), released.get("text_config", released)
+        assert set(text) == set(released_text)
+        assert text["num_hidden_layers"] <= 12
+        if "layer_types" in text:
+            assert len(text["layer_types"]) == text["num_hidden_layers"]
+            assert text["layer_types"][-1] == "full_attention"
 
 
 def hf_text_config(raw: dict):
@@ -80,7 +89,18 @@ def hf_text_config(raw: dict):
 def test_our_reader_agrees_with_transformers_config_classes(model, name):
     raw = scale_down(json.loads(released_configs(model)[name].read_text()))
     theirs = hf_text_config(raw)
-    if model == "gemma4":
+    same = []
+    if model in ("llama", "gemma3"):
+        ours = get_entry(model).config.from_dict(raw)
+        theirs_rope, ours_rope = theirs.rope_parameters, ours.rope_parameters
+        if model == "llama":  # one RoPE for every layer; Gemma 3 has one per layer kind
+            theirs_rope, ours_rope = {"all": theirs_rope}, {"all": ours_rope}
+        for kind, rope in theirs_rope.items():
+            assert {k: v for k, v in rope.items() if v is not None} == ours_rope[kind], kind
+        same = ["head_dim", "num_key_value_heads"]
+        if model == "gemma3":
+            same += ["sliding_window", "layer_types", "query_pre_attn_scalar"]
+    elif model == "gemma4":
         ours = Gemma4Config.from_dict(raw)
         for layer in range(ours.num_hidden_layers):
             their_layer = theirs.per_layer_config[layer]  # a config per layer
@@ -93,7 +113,7 @@ def test_our_reader_agrees_with_transformers_config_classes(model, name):
         for key in ("rope_type", "rope_theta", "partial_rotary_factor"):
             assert ours.rope_parameters[key] == theirs.rope_parameters[key]
         same = ["head_dim", "linear_num_key_heads", "linear_num_value_heads"]
-    for key in ["num_hidden_layers", "hidden_size", "layer_types", *same]:
+    for key in ["num_hidden_layers", "hidden_size", *same]:
         assert getattr(ours, key) == getattr(theirs, key), key
     top = transformers.AutoConfig.for_model(**raw)
     assert ours.tie_word_embeddings == top.tie_word_embeddings
