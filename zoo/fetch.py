@@ -214,8 +214,7 @@ def convert_gguf(gguf: Path, directory: Path) -> None:
         from transformers import modeling_gguf_pytorch_utils as gguf_reader
     except ImportError as error:
         raise FetchError(
-            f"converting a GGUF file needs transformers and gguf ({error}): "
-            "pip install '.[fetch]'"
+            f"converting a GGUF file needs transformers and gguf ({error}): pip install '.[fetch]'"
         ) from None
     gguf_reader.tqdm = lambda items, **_: items  # no per-tensor progress bar
     load_gguf_checkpoint = gguf_reader.load_gguf_checkpoint
@@ -234,6 +233,57 @@ def convert_gguf(gguf: Path, directory: Path) -> None:
     model.eval().save_pretrained(directory)
     tokenizer = transformers.AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
     tokenizer.save_pretrained(directory)
+
+
+def code_key() -> str:
+    """What an exported asset depends on besides its options: the zoo's source and the
+    toolchain's versions (a change to either exports anew)."""
+    from importlib.metadata import version
+
+    digest = hashlib.sha256()
+    package = Path(__file__).resolve().parent
+    for source in sorted(package.rglob("*.py")):
+        if "tests" not in source.relative_to(package).parts:
+            digest.update(source.relative_to(package).as_posix().encode())
+            digest.update(source.read_bytes())
+    for name in ("torch", "coreai-torch", "coreai-core", "coreai-opt"):
+        digest.update(f"{name}=={version(name)}".encode())
+    return digest.hexdigest()[:12]
+
+
+def exported(
+    name: str,
+    compress: str = "fp32",
+    capacity: int = 256,
+    root: str | os.PathLike | None = None,
+    progress: Callable = say,
+) -> Path:
+    """Real model `name` fetched and exported with the `compress` preset (default strategy,
+    layout and prefill chunk), once per zoo version: the asset is kept under the cache's
+    `assets/` keyed by `code_key()`, and an older key's asset of the same options goes.
+    The tests and the pages share it; an export takes 1 to 3 minutes."""
+    from zoo.core.decode import export_model
+    from zoo.core.entry import get_entry
+    from zoo.core.layout import default_chunk
+
+    model = get_real_model(name)
+    checkpoint = fetch(name, root, progress)
+    assets = (Path(root) if root is not None else cache_root()) / "assets"
+    stem = f"{name}-{compress}-{capacity}"
+    path = assets / f"{stem}-{code_key()}.aimodel"
+    assets.mkdir(parents=True, exist_ok=True)
+    with _locked(assets / f".{stem}.lock"):
+        if not (path / "metadata.json").is_file():
+            started = time.perf_counter()
+            progress(f"exporting {model.title} ({compress}, capacity {capacity}) once ...")
+            loaded = get_entry(model.entry).load(checkpoint, compress=compress, capacity=capacity)
+            chunk = min(default_chunk(), capacity)
+            export_model(loaded, path, chunk=chunk, checkpoint=checkpoint, compress=compress)
+            progress(f"exported {path.name} in {time.perf_counter() - started:.0f} s")
+            for stale in assets.glob(f"{stem}-*.aimodel"):
+                if stale != path:
+                    shutil.rmtree(stale, ignore_errors=True)
+    return path
 
 
 def main(argv: list[str] | None = None) -> int:

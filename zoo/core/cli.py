@@ -10,10 +10,11 @@ from pathlib import Path
 
 from zoo.core.compress import PRESETS, get_preset
 from zoo.core.decode import Generator
-from zoo.core.export import check_destination, read_metadata
+from zoo.core.export import check_destination
 from zoo.core.kv import STRATEGIES
 from zoo.core.layout import KEY_LAYOUTS, WEIGHT_LAYOUTS, default_chunk, resolve_layout
 from zoo.core.runtime import COMPUTE_UNITS, default_compute_unit
+from zoo.core.text import encode_prompt, is_bundle, load_tokenizer, tokenizer_path
 
 
 def run_command(command: str, cwd: str | Path | None = None) -> str:
@@ -289,90 +290,13 @@ def _export_engine(args, entry) -> int:
     return 0
 
 
-def is_bundle(path: Path) -> bool:
-    """A bundle folder for Apple's engine (`--target apple-engine`), not a zoo asset."""
-    return path.suffix != ".aimodel" and (path / "metadata.json").is_file()
-
-
-def _tokenizer_path(args) -> Path:
-    path = args.tokenizer
-    if path is not None and not path.is_file():
-        raise FileNotFoundError(f"--tokenizer {path}: no such file")
-    if path is None and is_bundle(args.asset):
-        path = args.asset / "tokenizer" / "tokenizer.json"
-    if path is None:
-        decode = read_metadata(args.asset).get("decode")
-        if decode is None:
-            raise ValueError(f"{args.asset} has no decode spec: it was not exported for generate")
-        checkpoint = decode.get("checkpoint")
-        if checkpoint:
-            path = Path(checkpoint) / "tokenizer.json"
-        if path is None or not path.exists():
-            raise FileNotFoundError(
-                "no tokenizer.json next to the checkpoint the asset was exported from: "
-                "pass --tokenizer PATH, or --prompt-ids"
-            )
-    return path
-
-
-def _tokenizer(path: Path):
-    from tokenizers import Tokenizer
-
-    try:
-        return Tokenizer.from_file(str(path))
-    except Exception as error:
-        raise ValueError(f"{path} is not a tokenizer.json ({error})") from None
-
-
-def chat_prompt(directory: Path, user_text: str) -> str:
-    """`user_text` as one user turn through the chat template of a checkpoint directory
-    (chat_template.jinja, or tokenizer_config.json's "chat_template"), ready for the
-    model's reply, rendered in a sandbox as transformers renders it."""
-    from jinja2.sandbox import ImmutableSandboxedEnvironment
-
-    from zoo.core.checkpoint import read_json
-
-    config_path = directory / "tokenizer_config.json"
-    config = read_json(config_path) if config_path.exists() else {}
-    template = config.get("chat_template")
-    if (directory / "chat_template.jinja").exists():
-        template = (directory / "chat_template.jinja").read_text()
-    if isinstance(template, list):  # named templates: the default one
-        template = {t.get("name"): t.get("template") for t in template}.get("default")
-    if not isinstance(template, str):
-        raise FileNotFoundError(
-            f"no chat template in {directory} (chat_template.jinja or tokenizer_config.json): "
-            "drop --chat, or pass --tokenizer from a checkpoint that has one"
-        )
-
-    def special(name: str) -> str:
-        value = config.get(name) or ""
-        return value.get("content", "") if isinstance(value, dict) else value
-
-    def raise_exception(message: str):
-        raise ValueError(f"the chat template refused the prompt: {message}")
-
-    environment = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
-    return environment.from_string(template).render(
-        messages=[{"role": "user", "content": user_text}],
-        add_generation_prompt=True,
-        bos_token=special("bos_token"),
-        eos_token=special("eos_token"),
-        raise_exception=raise_exception,
-    )
-
-
 def _generate(args) -> int:
     if args.chat and args.prompt is None:
         raise ValueError("--chat takes the user's turn as --prompt text")
-    path = _tokenizer_path(args) if args.prompt is not None else None
-    tokenizer = _tokenizer(path) if path is not None else None
-    if args.chat:
-        # The template writes the special tokens itself (bos, turn markers).
-        text = chat_prompt(path.parent, args.prompt)
-        prompt_ids = tokenizer.encode(text, add_special_tokens=False).ids
-    elif tokenizer is not None:
-        prompt_ids = tokenizer.encode(args.prompt).ids
+    path = tokenizer_path(args.asset, args.tokenizer) if args.prompt is not None else None
+    tokenizer = load_tokenizer(path) if path is not None else None
+    if tokenizer is not None:
+        prompt_ids = encode_prompt(tokenizer, path.parent, args.prompt, args.chat)
     else:
         prompt_ids = token_ids(args.prompt_ids)
     say(f"loading {args.asset} (compute unit {args.compute_unit or default_compute_unit()})")

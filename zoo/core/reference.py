@@ -119,3 +119,47 @@ def parity_row(
         "logits max abs error (torch)": float(f"{error:.2g}"),
         "greedy tokens on the runtime": f"{same}/8 identical",
     }
+
+
+def same_prefix(a: list[int], b: list[int]) -> int:
+    """How many tokens two greedy continuations share before they first differ."""
+    return next(
+        (i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b))
+    )
+
+
+def text_beside_transformers(
+    asset: str | Path, checkpoint: str | Path, prompt: str, chat: bool, new_tokens: int = 32
+) -> dict:
+    """The runtime's greedy continuation of `prompt` (through the chat template with
+    `chat`) beside transformers' on the same checkpoint: both as text, cut after the
+    first stop token, and how many of the `new_tokens` greedy tokens agree before the first
+    difference. The runtime runs in a process of its own (`zoo.lab.isolate`)."""
+    from zoo.core.decode import DecodeSpec
+    from zoo.core.entry import get_entry
+    from zoo.core.export import read_metadata
+    from zoo.core.text import encode_prompt, load_tokenizer
+    from zoo.lab.isolate import run_isolated
+    from zoo.testing import greedy_on_runtime
+
+    checkpoint = Path(checkpoint)
+    spec = DecodeSpec(**read_metadata(asset)["decode"])
+    tokenizer = load_tokenizer(checkpoint / "tokenizer.json")
+    ids = encode_prompt(tokenizer, checkpoint, prompt, chat)
+    outcome = run_isolated(greedy_on_runtime, str(asset), ids, new_tokens, timeout=900)
+    if not outcome.ok:
+        raise RuntimeError(f"the runtime did not decode: {outcome.summary()}")
+    want = greedy_reference(get_entry(spec.model).reference_model(checkpoint), ids, new_tokens)
+
+    def text(tokens: list[int]) -> str:
+        stop = next((i for i, t in enumerate(tokens) if t in spec.stop_token_ids), None)
+        return tokenizer.decode(tokens if stop is None else tokens[: stop + 1]).strip()
+
+    agree = same_prefix(outcome.result, want)
+    return {
+        "prompt": prompt,
+        "Core AI runtime": text(outcome.result),
+        "transformers": text(want),
+        f"first {new_tokens} tokens agree": f"{agree}/{new_tokens}",
+        "tokens": {"runtime": outcome.result, "transformers": want},
+    }

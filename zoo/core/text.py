@@ -1,0 +1,91 @@
+"""Text in and out of a zoo asset: its tokenizer.json and the checkpoint's chat template."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from zoo.core.export import read_metadata
+
+
+def is_bundle(path: Path) -> bool:
+    """A bundle folder for Apple's engine (`--target apple-engine`), not a zoo asset."""
+    return path.suffix != ".aimodel" and (path / "metadata.json").is_file()
+
+
+def tokenizer_path(asset: Path, given: Path | None = None) -> Path:
+    """The tokenizer.json for `generate ASSET --prompt`: `--tokenizer`, a bundle's own, or
+    the one beside the checkpoint the asset was exported from."""
+    path = given
+    if path is not None and not path.is_file():
+        raise FileNotFoundError(f"--tokenizer {path}: no such file")
+    if path is None and is_bundle(asset):
+        path = asset / "tokenizer" / "tokenizer.json"
+    if path is None:
+        decode = read_metadata(asset).get("decode")
+        if decode is None:
+            raise ValueError(f"{asset} has no decode spec: it was not exported for generate")
+        checkpoint = decode.get("checkpoint")
+        if checkpoint:
+            path = Path(checkpoint) / "tokenizer.json"
+        if path is None or not path.exists():
+            raise FileNotFoundError(
+                "no tokenizer.json next to the checkpoint the asset was exported from: "
+                "pass --tokenizer PATH, or --prompt-ids"
+            )
+    return path
+
+
+def load_tokenizer(path: Path):
+    from tokenizers import Tokenizer
+
+    try:
+        return Tokenizer.from_file(str(path))
+    except Exception as error:
+        raise ValueError(f"{path} is not a tokenizer.json ({error})") from None
+
+
+def chat_prompt(directory: Path, user_text: str) -> str:
+    """`user_text` as one user turn through the chat template of a checkpoint directory
+    (chat_template.jinja, or tokenizer_config.json's "chat_template"), ready for the
+    model's reply, rendered in a sandbox as transformers renders it."""
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+    from zoo.core.checkpoint import read_json
+
+    config_path = directory / "tokenizer_config.json"
+    config = read_json(config_path) if config_path.exists() else {}
+    template = config.get("chat_template")
+    if (directory / "chat_template.jinja").exists():
+        template = (directory / "chat_template.jinja").read_text()
+    if isinstance(template, list):  # named templates: the default one
+        template = {t.get("name"): t.get("template") for t in template}.get("default")
+    if not isinstance(template, str):
+        raise FileNotFoundError(
+            f"no chat template in {directory} (chat_template.jinja or tokenizer_config.json): "
+            "drop --chat, or pass --tokenizer from a checkpoint that has one"
+        )
+
+    def special(name: str) -> str:
+        value = config.get(name) or ""
+        return value.get("content", "") if isinstance(value, dict) else value
+
+    def raise_exception(message: str):
+        raise ValueError(f"the chat template refused the prompt: {message}")
+
+    environment = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
+    return environment.from_string(template).render(
+        messages=[{"role": "user", "content": user_text}],
+        add_generation_prompt=True,
+        bos_token=special("bos_token"),
+        eos_token=special("eos_token"),
+        raise_exception=raise_exception,
+    )
+
+
+def encode_prompt(tokenizer, directory: Path, text: str, chat: bool = False) -> list[int]:
+    """Prompt ids of `text`: as it is (with the tokenizer's own special tokens, e.g. a
+    bos), or with `chat` as one user turn through the chat template of `directory`."""
+    if chat:  # the template writes the special tokens itself (bos, turn markers)
+        rendered = chat_prompt(directory, text)
+        return tokenizer.encode(rendered, add_special_tokens=False).ids
+    return tokenizer.encode(text).ids
