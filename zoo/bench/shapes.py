@@ -15,7 +15,7 @@ from zoo.core.layout import default_chunk
 class Shape:
     """A decoder shape to bench: the model entry, its config, and what was reduced (why)."""
 
-    model: str  # "gemma4" | "qwen3_5"
+    model: str  # a zoo entry
     config: dict
     note: str = ""
     capacity: int = 2048
@@ -73,6 +73,36 @@ SHAPES: dict[str, Shape] = {
             "export needs a multiple of that (this machine has 24 GB). The PLE table is a "
             "row lookup, so its row count changes the asset size, not the work per token"
         ),
+    ),
+    "smollm2-135m": Shape(
+        "llama",
+        dict(
+            vocab_size=49_152,
+            hidden_size=576,
+            intermediate_size=1536,
+            num_hidden_layers=30,
+            num_attention_heads=9,
+            num_key_value_heads=3,
+            head_dim=64,
+            rope_theta=100_000.0,
+            tie_word_embeddings=True,
+        ),
+        note="",  # all 30 layers, tied head (SmolLM2-135M-Instruct)
+    ),
+    "gemma3-270m": Shape(
+        "gemma3",
+        dict(
+            vocab_size=262_144,
+            hidden_size=640,
+            intermediate_size=2048,
+            num_hidden_layers=18,
+            num_attention_heads=4,
+            num_key_value_heads=1,
+            head_dim=256,
+            sliding_window=512,
+            tie_word_embeddings=True,
+        ),
+        note="",  # all 18 layers (5 sliding : 1 full), tied head
     ),
 }
 

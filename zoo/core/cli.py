@@ -13,6 +13,7 @@ from zoo.core.decode import Generator
 from zoo.core.export import check_destination
 from zoo.core.kv import STRATEGIES
 from zoo.core.layout import KEY_LAYOUTS, WEIGHT_LAYOUTS, default_chunk, resolve_layout
+from zoo.core.quiet import runtime_chatter_hidden
 from zoo.core.runtime import COMPUTE_UNITS, default_compute_unit
 from zoo.core.text import encode_prompt, is_bundle, load_tokenizer, tokenizer_path
 
@@ -301,12 +302,13 @@ def _generate(args) -> int:
         prompt_ids = token_ids(args.prompt_ids)
     say(f"loading {args.asset} (compute unit {args.compute_unit or default_compute_unit()})")
     started = time.perf_counter()
-    if is_bundle(args.asset):  # run as Apple's engine is reported to (zoo.core.engine)
-        from zoo.core.engine import EngineRunner
+    with runtime_chatter_hidden():  # the runtime logs each function it loads
+        if is_bundle(args.asset):  # run as Apple's engine is reported to (zoo.core.engine)
+            from zoo.core.engine import EngineRunner
 
-        runner = EngineRunner(args.asset, compute_unit=args.compute_unit)
-    else:
-        runner = Generator(args.asset, args.compute_unit)
+            runner = EngineRunner(args.asset, compute_unit=args.compute_unit)
+        else:
+            runner = Generator(args.asset, args.compute_unit)
     with runner as generator:
         say(
             f"loaded in {time.perf_counter() - started:.1f} s (weights "

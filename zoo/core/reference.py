@@ -12,6 +12,7 @@ def load_reference(
     """The transformers model of a checkpoint directory (text-only or multimodal layout)."""
     import transformers
 
+    transformers.utils.logging.disable_progress_bar()  # no "Loading weights" bars
     config = json.loads((Path(directory) / "config.json").read_text())
     if multimodal_type is not None and config.get("model_type") == multimodal_type:
         cls = getattr(transformers, multimodal_class)

