@@ -10,7 +10,9 @@ layers, a `sliding_mask`. The loop needs no torch and no model code.
 
 from __future__ import annotations
 
+import functools
 import os
+import shutil
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -22,6 +24,7 @@ from zoo.core.export import EntryPoint, check_destination, export_entry_points, 
 from zoo.core.kv import causal_mask, chunk_rows, get_strategy
 from zoo.core.layout import apply_layout, layout_of, resolve_layout
 from zoo.core.runtime import Model
+from zoo.core.text import generation_files
 
 
 class ContextFullError(IndexError):
@@ -57,7 +60,9 @@ class DecodeSpec:
     state_shapes: dict[str, list[int]]
     sliding_window: int | None = None
     stop_token_ids: list[int] = field(default_factory=list)
-    checkpoint: str | None = None  # where the weights came from (its tokenizer.json, if any)
+    # the checkpoint folder's name (provenance only; never a path: the asset holds its own
+    # tokenizer and generation files); assets exported before 2026-12-03 hold a path
+    checkpoint: str | None = None
     layout: dict[str, str] = field(default_factory=dict)  # zoo.core.layout: weights, keys
     compression: str = "fp32"  # zoo.core.compress preset the weights were stored with
     # tables kept out of the graph (zoo.core.sidecar): input name -> file, rows, width
@@ -124,19 +129,21 @@ def export_decoder(
     *,
     overwrite: bool = False,
     program_pass=None,
+    extra_files: dict | None = None,
 ) -> Path:
     """Export a zoo decoder (`forward(input_ids, positions, step, states)`) as prefill +
     decode, each a `FlatDecoder` over the same states, with its sidecar tables (int8 files
     beside the program, `zoo.core.sidecar`) written from `model.sidecars`.
 
     `program_pass`, if given, rewrites each function's `torch.export` program before the
-    conversion (e.g. an fp16 cast)."""
+    conversion (e.g. an fp16 cast). `extra_files` (name -> write(path)) adds files to the
+    asset, listed in its manifest like the program."""
     if not 2 <= spec.chunk <= spec.capacity:
         raise ValueError(
             f"the prefill chunk must hold 2 to {spec.capacity} tokens (the context), "
             f"got {spec.chunk}"
         )
-    check_destination(path, overwrite, spec.checkpoint)
+    check_destination(path, overwrite)
     entries = []
     for name, length in (("prefill", spec.chunk), ("decode", 1)):
         inputs, arguments = example_inputs(spec, length)
@@ -148,6 +155,7 @@ def export_decoder(
         entries.append(entry)
     sources = getattr(model, "sidecars", {})
     files = {spec.sidecars[name]["file"]: sources[name].write for name in spec.sidecars}
+    files.update(extra_files or {})
     return export_entry_points(
         entries,
         path,
@@ -205,10 +213,12 @@ def export_model(
 ) -> Path:
     """Export a loaded zoo decoder (`zoo.<model>.load_<model>`) as prefill + decode.
 
-    `checkpoint` (the directory it was loaded from) is recorded so that `generate` can find
-    its tokenizer.json. `weights` and `keys` choose the stored layout (`zoo.core.layout`;
-    "auto": this platform's default); the model is re-stored in place and computes the same
-    logits. `compress` names a `zoo.core.compress` preset for the stored weights.
+    `checkpoint` (the directory it was loaded from) gives the asset its tokenizer and
+    generation files (`zoo.core.text.GENERATION_FILES`, copied in and listed in the
+    manifest), so the asset generates text on its own; only the folder's name is recorded.
+    `weights` and `keys` choose the stored layout (`zoo.core.layout`; "auto": this
+    platform's default); the model is re-stored in place and computes the same logits.
+    `compress` names a `zoo.core.compress` preset for the stored weights.
     """
     from zoo.core.compress import get_preset
 
@@ -220,14 +230,23 @@ def export_model(
             f"the model was loaded compressed with {loaded_with!r}: export it with "
             f"compress={loaded_with!r} (or load it again without compression)"
         )
-    source = str(Path(checkpoint).resolve()) if checkpoint is not None else None
+    source = Path(checkpoint).resolve() if checkpoint is not None else None
+    check_destination(path, overwrite, source)
+    copied = {
+        file.name: functools.partial(shutil.copyfile, file)
+        for file in (generation_files(source) if source is not None else [])
+    }
     layout = preset.layout(resolve_layout(weights, keys))
     apply_layout(model, layout["weights"], layout["keys"])
-    spec = decode_spec(model, chunk, source)
+    spec = decode_spec(model, chunk, source.name if source is not None else None)
     spec.compression = preset.name
-    check_destination(path, overwrite, source)
     return export_decoder(
-        preset.apply(model), spec, path, overwrite=overwrite, program_pass=preset.program_pass
+        preset.apply(model),
+        spec,
+        path,
+        overwrite=overwrite,
+        program_pass=preset.program_pass,
+        extra_files=copied,
     )
 
 

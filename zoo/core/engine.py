@@ -49,6 +49,7 @@ from zoo.core.export import (
 )
 from zoo.core.kv import NEG_INF, KVStrategy
 from zoo.core.layout import apply_layout
+from zoo.core.text import generation_files
 
 METADATA_VERSION = "0.2"  # the bundle schema Apple's export writes (export/bundle.py)
 STATE_KINDS = {  # zoo per-layer state name prefix -> Apple's packed state
@@ -59,15 +60,6 @@ STATE_KINDS = {  # zoo per-layer state name prefix -> Apple's packed state
 }
 TRACE_CONTEXT = 2048  # Apple traces the KV cache at 2,048 (TRACE_KV_CACHE_SEQ_LEN)
 TRACE_QUERY, TRACE_OFFSET = 16, 8  # and a 16-token query after 8 cached positions
-TOKENIZER_FILES = (
-    "tokenizer.json",
-    "tokenizer_config.json",
-    "special_tokens_map.json",
-    "chat_template.jinja",
-    "generation_config.json",
-    "vocab.json",
-    "merges.txt",
-)
 
 
 @dataclass(frozen=True)
@@ -167,7 +159,7 @@ def check_bundle_destination(bundle: Path, overwrite: bool, source: Path | None)
 
 def tokenizer_files(checkpoint: Path) -> list[Path]:
     """The checkpoint's tokenizer files; the bundle embeds them (`tokenizer/`)."""
-    files = [checkpoint / name for name in TOKENIZER_FILES if (checkpoint / name).is_file()]
+    files = generation_files(checkpoint)
     if not any(f.name == "tokenizer.json" for f in files):
         raise FileNotFoundError(
             f"no tokenizer.json in {checkpoint}: Apple's engine reads the tokenizer from the "

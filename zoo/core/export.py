@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import logging
 import os
 import re
@@ -211,7 +212,22 @@ def check_destination(
             f"{path} already exists; pass overwrite=True (--overwrite) to replace it, or "
             "choose another path"
         )
+    if path.exists() and not written_by_the_zoo(path):
+        raise FileExistsError(
+            f"{path} exists and is not an asset the zoo wrote (no zoo metadata.json): "
+            "--overwrite replaces only those; nothing was replaced, move it or choose "
+            "another path"
+        )
     return path
+
+
+def written_by_the_zoo(path: Path) -> bool:
+    """Whether a directory is an asset `export` wrote: its metadata.json says so."""
+    try:
+        metadata = json.loads((path / "metadata.json").read_text())
+        return METADATA_KEY in (metadata.get("creatorDefinedMetadata") or {})
+    except (OSError, ValueError, AttributeError):
+        return False
 
 
 def check_output_place(path: Path, source: str | os.PathLike | None) -> None:

@@ -6,6 +6,24 @@ from pathlib import Path
 
 from zoo.core.export import read_metadata
 
+# What generating text needs beside the weights; an export copies the ones a checkpoint has
+# into the asset (and Apple's engine bundle into its `tokenizer/`), so neither needs the
+# checkpoint again.
+GENERATION_FILES = (
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+    "chat_template.jinja",
+    "generation_config.json",
+    "vocab.json",
+    "merges.txt",
+)
+
+
+def generation_files(checkpoint: Path) -> list[Path]:
+    """The `GENERATION_FILES` a checkpoint directory has (regular files only)."""
+    return [checkpoint / n for n in GENERATION_FILES if (checkpoint / n).is_file()]
+
 
 def is_bundle(path: Path) -> bool:
     """A bundle folder for Apple's engine (`--target apple-engine`), not a zoo asset."""
@@ -13,26 +31,28 @@ def is_bundle(path: Path) -> bool:
 
 
 def tokenizer_path(asset: Path, given: Path | None = None) -> Path:
-    """The tokenizer.json for `generate ASSET --prompt`: `--tokenizer`, a bundle's own, or
-    the one beside the checkpoint the asset was exported from."""
-    path = given
-    if path is not None and not path.is_file():
-        raise FileNotFoundError(f"--tokenizer {path}: no such file")
-    if path is None and is_bundle(asset):
-        path = asset / "tokenizer" / "tokenizer.json"
-    if path is None:
-        decode = read_metadata(asset).get("decode")
-        if decode is None:
-            raise ValueError(f"{asset} has no decode spec: it was not exported for generate")
-        checkpoint = decode.get("checkpoint")
-        if checkpoint:
-            path = Path(checkpoint) / "tokenizer.json"
-        if path is None or not path.exists():
-            raise FileNotFoundError(
-                "no tokenizer.json next to the checkpoint the asset was exported from: "
-                "pass --tokenizer PATH, or --prompt-ids"
-            )
-    return path
+    """The tokenizer.json for `generate ASSET --prompt`: `--tokenizer`, a bundle's own, the
+    asset's own (copied at export), or, for an asset exported before the zoo copied it, the
+    one beside the checkpoint its metadata names."""
+    if given is not None:
+        if given.is_dir() or not given.exists():
+            what = "is a directory" if given.is_dir() else "no such file"
+            raise FileNotFoundError(f"--tokenizer {given}: {what}; pass a tokenizer.json")
+        return given
+    if is_bundle(asset):
+        return asset / "tokenizer" / "tokenizer.json"
+    if (asset / "tokenizer.json").is_file():
+        return asset / "tokenizer.json"
+    decode = read_metadata(asset).get("decode")
+    if decode is None:
+        raise ValueError(f"{asset} has no decode spec: it was not exported for generate")
+    source = decode.get("checkpoint")
+    if source and Path(source).is_absolute() and (Path(source) / "tokenizer.json").is_file():
+        return Path(source) / "tokenizer.json"
+    raise FileNotFoundError(
+        f"{asset} has no tokenizer.json (its checkpoint had none): pass --tokenizer PATH, "
+        "or --prompt-ids"
+    )
 
 
 def load_tokenizer(path: Path):

@@ -30,6 +30,8 @@ def work(checkpoints, assets, tmp_path_factory) -> Path:
     shutil.copytree(checkpoints["kv-sharing"], root / "ck")
     shutil.copytree(assets["kv-sharing", "input-mask-blend"], root / "g4.aimodel")
     (root / "notjson.json").write_text("{ not json")
+    (root / "mine.aimodel").mkdir()  # a user's folder that only looks like an asset
+    (root / "mine.aimodel" / "notes.txt").write_text("keep me")
     (root / "list.json").write_text("[1, 2]")
     for name, change in {
         "bad-types": {"num_hidden_layers": "6"},
@@ -102,6 +104,8 @@ CASES = [
     ("export bad-json out/x.aimodel", 2, "config.json: not valid JSON"),
     ("export bad-tensors out/x.aimodel", 2, "model.safetensors: not a readable safetensors"),
     ("export ck out/x.txt", 2, "must end in .aimodel"),
+    ("export ck mine.aimodel --overwrite", 2, "is not an asset the zoo wrote"),
+    ("generate g4.aimodel --prompt x --tokenizer ck", 2, "ck: is a directory"),
 ]
 if sys.platform == "linux":
     CASES.append(("generate g4.aimodel --prompt-ids 2 --compute-unit gpu", 2, "needs macOS 27"))
@@ -298,3 +302,18 @@ def test_a_raw_in_step_outside_the_cache_is_refused(assets):
             decode(inputs, decode.new_states())
         inputs["in_step"] = np.array([0], np.int32)
         assert decode(inputs, decode.new_states())["logits"].shape[-1] == spec.vocab_size
+
+
+def test_an_asset_is_self_contained(work, tmp_path, capfd):
+    """An asset generates from a prompt with its checkpoint gone, and its metadata holds no
+    path of this machine."""
+    moved = tmp_path / "elsewhere" / "g4.aimodel"
+    shutil.copytree(work / "g4.aimodel", moved)
+    text = (moved / "metadata.json").read_text()
+    assert str(Path.home()) not in text and "/tmp/" not in text and str(work) not in text
+    files = read_metadata(moved)["files"]
+    assert "tokenizer.json" in files  # copied, listed, checked like the program
+    assert (
+        run("gemma4", ["generate", str(moved), "--prompt", "w2 w17", "--max-new-tokens", "2"]) == 0
+    )
+    assert len(capfd.readouterr().out.split()) == 2
