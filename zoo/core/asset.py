@@ -43,13 +43,23 @@ def verify_asset(path: Path, full: bool | None = None) -> None:
         )
     hint = ": the asset is damaged; export it again"
     metadata = read_json(path / "metadata.json", f" ({path} is not a complete asset{hint[1:]})")
-    manifest = (metadata.get("creatorDefinedMetadata") or {}).get(METADATA_KEY, {}).get("files")
-    if manifest is None:
+    zoo = (metadata.get("creatorDefinedMetadata") or {}).get(METADATA_KEY)
+    manifest = zoo.get("files") if isinstance(zoo, dict) else None
+    if zoo is not None and not isinstance(manifest, dict):  # the zoo always writes one
+        raise AssetError(f"{path}/metadata.json has lost its list of files{hint}")
+    if manifest is None:  # an asset exported elsewhere
         programs = [p for p in path.glob("*.mlirb") if p.stat().st_size > 0]
         if not programs:
             raise AssetError(f"{path} has no program (*.mlirb){hint}")
         return
-    full = os.environ.get("ZOO_VERIFY") == "full" if full is None else full
+    full = verify_mode() == "full" if full is None else full
+    unlisted = sorted(
+        p.name
+        for p in path.iterdir()
+        if p.is_file() and p.name != "metadata.json" and p.name not in manifest
+    )
+    if unlisted:
+        raise AssetError(f"{path}: {', '.join(unlisted)} not in its list of files{hint}")
     for name, recorded in manifest.items():
         file = path / name
         if not file.is_file():
@@ -59,3 +69,14 @@ def verify_asset(path: Path, full: bool | None = None) -> None:
             raise AssetError(f"{file} has {size} bytes, {recorded['size']} were written{hint}")
         if (full or size <= HASH_LIMIT) and file_digest(file) != recorded["sha256"]:
             raise AssetError(f"{file} was altered since the export (sha256 differs){hint}")
+
+
+VERIFY_MODES = ("", "full")
+
+
+def verify_mode() -> str:
+    """`ZOO_VERIFY`: unset (hash files up to `HASH_LIMIT`) or "full" (hash every file)."""
+    mode = os.environ.get("ZOO_VERIFY", "")
+    if mode not in VERIFY_MODES:
+        raise ValueError(f"ZOO_VERIFY={mode!r}: set it to 'full' (hash every file) or unset it")
+    return mode

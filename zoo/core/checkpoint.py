@@ -27,6 +27,8 @@ class UnsupportedConfig(ValueError):
 def read_json(path: str | Path, what: str = "") -> dict:
     """A JSON object from `path`; a missing or malformed file is one line naming it."""
     path = Path(path)
+    if path.exists() and not path.is_file():
+        raise ValueError(f"{path} is not a regular file; put the {path.name} file there")
     try:
         value = json.loads(path.read_text())
     except FileNotFoundError:
@@ -137,7 +139,14 @@ class DecoderConfig:
         values = typed_fields(cls, cls.text_fields(checkpoint.text), "config.json")
         values["tie_word_embeddings"] = checkpoint.tie_word_embeddings(*cls.TIE_DEFAULTS)
         values["stop_token_ids"] = checkpoint.stop_token_ids(cls.eos_token_id)
-        return cls(**values)
+        config = cls(**values)
+        outside = [t for t in config.stop_token_ids if t >= config.vocab_size]
+        if outside:
+            raise ValueError(
+                f"eos_token_id {outside} is outside the vocabulary of {config.vocab_size} "
+                "tokens (config.json or generation_config.json): fix the id"
+            )
+        return config
 
     @classmethod
     def from_dict(cls, raw: dict):
@@ -178,13 +187,49 @@ def typed_fields(cls: type, values: dict, source: str) -> dict:
             names = " or ".join("null" if a is type(None) else a.__name__ for a in plain)
             problems.append(f"{item.name}={value!r} (expected {names})")
         chosen[item.name] = value
+    problems += [
+        f"{name}={value!r} ({why})"
+        for name, value in chosen.items()
+        if (why := _out_of_range(name, value))
+    ]
     if problems:
         raise ValueError(f"{source}: " + "; ".join(problems))
     return chosen
 
 
+# config.json numbers that must be positive wherever a model has them (zero or less would
+# export fine and decode nonsense)
+POSITIVE_FIELDS = {
+    "vocab_size",
+    "hidden_size",
+    "intermediate_size",
+    "num_hidden_layers",
+    "num_attention_heads",
+    "num_key_value_heads",
+    "head_dim",
+    "global_head_dim",
+    "sliding_window",
+    "rms_norm_eps",
+    "rope_theta",
+    "query_pre_attn_scalar",
+}
+
+
+def _out_of_range(name: str, value) -> str | None:
+    """Why a config number cannot be right, or None."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    if value != value or value in (float("inf"), float("-inf")):
+        return "expected a finite number"
+    if (name in POSITIVE_FIELDS or name.endswith("_eps")) and value <= 0:
+        return "expected a number above 0"
+    return None
+
+
 def safetensors_files(directory: str | Path) -> list[Path]:
     directory = Path(directory)
+    if not directory.is_dir():
+        raise FileNotFoundError(f"{directory} is not a directory: pass a checkpoint directory")
     index = directory / "model.safetensors.index.json"
     if index.exists():
         weight_map = read_json(index).get("weight_map")
@@ -195,7 +240,7 @@ def safetensors_files(directory: str | Path) -> list[Path]:
         if missing:
             raise FileNotFoundError(f"{index} names shards that are not there: {missing}")
         return shards
-    files = sorted(directory.glob("*.safetensors"))
+    files = sorted(directory.glob("*.safetensors"))  # (regular files: _open_safetensors)
     if not files:
         pickles = sorted(p.name for p in directory.glob("*.bin")) + sorted(
             p.name for p in directory.glob("*.pt")
@@ -211,6 +256,8 @@ def safetensors_files(directory: str | Path) -> list[Path]:
 
 @contextlib.contextmanager
 def _open_safetensors(path: Path):
+    if not path.is_file():  # a directory, a device or a FIFO (which would hang the reader)
+        raise CheckpointError(f"{path} is not a regular file; put the safetensors file there")
     try:
         with safe_open(str(path), framework="pt") as tensors:
             yield tensors
@@ -256,6 +303,11 @@ def check_tensors(
                 shape = tuple(tensors.get_slice(key).get_shape())
                 if shape != tuple(targets[name].shape):
                     misshaped.append(f"{key} {shape}, expected {tuple(targets[name].shape)}")
+                if name in found and found[name][0] != path:
+                    raise CheckpointError(
+                        f"{directory}: {key} is in both {found[name][0].name} and {path.name} "
+                        "and no model.safetensors.index.json says which; remove one"
+                    )
                 found[name] = (path, key)
     missing = sorted(set(targets) - set(found))
     problems = []
@@ -336,7 +388,10 @@ def build_and_load(
                 path, key = found[name]
                 if path not in handles:
                     handles[path] = files.enter_context(_open_safetensors(path))
-                _assign(module, name.rpartition(".")[2], handles[path].get_tensor(key))
+                try:
+                    _assign(module, name.rpartition(".")[2], handles[path].get_tensor(key))
+                except CheckpointError as error:
+                    raise CheckpointError(f"{path}: {key} {error}") from None
             if loaded is not None and owner in owned:
                 replace_module(model, owner, loaded(owner, module))
     left = [name for name, p in model.named_parameters() if p.device.type == "meta"]
@@ -355,6 +410,8 @@ def replace_module(model: torch.nn.Module, name: str, module: torch.nn.Module) -
 
 def _assign(module: torch.nn.Module, leaf: str, tensor: torch.Tensor) -> None:
     """Put a checkpoint tensor in place of a (meta) parameter, or into a buffer."""
+    if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
+        raise CheckpointError(f"has NaN or infinite values: the checkpoint is damaged ({leaf})")
     if leaf in module._parameters:
         target = module._parameters[leaf]
         module._parameters[leaf] = torch.nn.Parameter(
@@ -362,3 +419,15 @@ def _assign(module: torch.nn.Module, leaf: str, tensor: torch.Tensor) -> None:
         )
     else:
         module._buffers[leaf].copy_(tensor.to(module._buffers[leaf].dtype))
+
+
+def weight_count(directory: str | Path) -> int:
+    """How many values the checkpoint's tensors hold, from the safetensors headers."""
+    import math
+
+    total = 0
+    for path in safetensors_files(directory):
+        with _open_safetensors(path) as tensors:
+            for key in tensors.keys():  # noqa: SIM118 - safe_open is not a Mapping
+                total += math.prod(tensors.get_slice(key).get_shape())
+    return total

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 
+from zoo.core.checkpoint import weight_count
 from zoo.core.compress import PRESETS, get_preset
 from zoo.core.decode import Generator
-from zoo.core.export import check_destination
+from zoo.core.export import check_destination, check_room
 from zoo.core.kv import STRATEGIES
 from zoo.core.layout import KEY_LAYOUTS, WEIGHT_LAYOUTS, default_chunk, resolve_layout
 from zoo.core.quiet import runtime_chatter_hidden
@@ -65,16 +67,16 @@ def non_negative_float(text: str) -> float:
 
 def token_ids(text: str) -> list[int]:
     """`2,651,6037` -> [2, 651, 6037]; anything but whole numbers is refused."""
-    ids = []
-    for piece in (p.strip() for p in text.split(",")):
-        if not piece:
-            continue
-        try:
-            ids.append(int(piece))
-        except ValueError:
-            raise ValueError(f"--prompt-ids: {piece!r} is not a whole-number token id") from None
-    if not ids:
+    pieces = [p.strip() for p in text.split(",")]
+    if not any(pieces):
         raise ValueError("--prompt-ids: no token ids given")
+    ids = []
+    for piece in pieces:
+        # ASCII digits only: int() would also read "١٢", "１２" and "1_0"
+        if not re.fullmatch(r"-?[0-9]+", piece):
+            shown = repr(piece) if piece else "an empty id (two commas in a row?)"
+            raise ValueError(f"--prompt-ids: {shown} is not a whole-number token id")
+        ids.append(int(piece))
     return ids
 
 
@@ -169,7 +171,7 @@ def build_parser(model_name: str, strategies: list[str]) -> argparse.ArgumentPar
     generate.add_argument("--max-new-tokens", type=whole_number(1), default=32)
     generate.add_argument("--temperature", type=non_negative_float, default=0.0, help="0: greedy")
     generate.add_argument("--top-k", type=whole_number(1), default=None)
-    generate.add_argument("--seed", type=int, default=None)
+    generate.add_argument("--seed", type=whole_number(0), default=None)
     generate.add_argument(
         "--compute-unit",
         default=None,
@@ -223,6 +225,9 @@ def _export(args, entry, export) -> int:
     if args.chunk > args.capacity:
         raise ValueError(f"--chunk {args.chunk} is longer than --capacity {args.capacity}")
     preset = get_preset(args.compress)
+    # room for the asset, from the checkpoint's headers, before minutes of loading
+    per_weight = {"fp32": 4.0, "fp16": 2.0}.get(preset.name, 1.2)
+    check_room(args.output, int(weight_count(args.checkpoint) * per_weight) + (16 << 20))
     options = {}
     if entry.sidecar_option:
         options[entry.sidecar_option] = sidecar_wanted(preset, args.sidecar)

@@ -68,6 +68,28 @@ class DecodeSpec:
     # tables kept out of the graph (zoo.core.sidecar): input name -> file, rows, width
     sidecars: dict[str, dict] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        # a hand-edited or damaged metadata.json must not decode silently wrong: a stop id
+        # `true` would act as id 1
+        for token in self.stop_token_ids:
+            if isinstance(token, bool) or not isinstance(token, int):
+                raise ValueError(f"stop id {token!r} is not a token id")
+            if not 0 <= token < self.vocab_size:
+                raise ValueError(f"stop id {token} is outside the vocabulary")
+
+    @classmethod
+    def of_asset(cls, asset: str | os.PathLike) -> DecodeSpec:
+        """The spec an asset's metadata.json holds, refused whole if it was damaged."""
+        decode = read_metadata(asset).get("decode")
+        if decode is None:
+            raise ValueError(f"{asset} was not exported by zoo.core.decode.export_decoder")
+        try:
+            return cls(**decode)
+        except (TypeError, ValueError) as error:
+            raise ValueError(
+                f"{asset}/metadata.json: its decode spec is damaged ({error}); export again"
+            ) from None
+
     def host_inputs(self, position: int, length: int) -> dict[str, np.ndarray]:
         """Everything but `input_ids` for `length` tokens starting at `position`."""
         if position + length > self.capacity:
@@ -303,10 +325,7 @@ class Generator:
     """
 
     def __init__(self, asset: str | os.PathLike, compute_unit: str | None = None) -> None:
-        metadata = read_metadata(asset)
-        if "decode" not in metadata:
-            raise ValueError(f"{asset} was not exported by zoo.core.decode.export_decoder")
-        self.spec = DecodeSpec(**metadata["decode"])
+        self.spec = DecodeSpec.of_asset(asset)
         self.model = Model.load(asset, compute_unit)
         self.prefill_fn = self.model.function("prefill")
         self.decode_fn = self.model.function("decode")

@@ -302,16 +302,27 @@ def _check_free_space(path: Path, entry_points: Sequence[EntryPoint]) -> None:
         for entry in entry_points
         for t in [*entry.module.parameters(), *entry.module.buffers()]
     }
-    needed = int(sum(tensors.values()) * 1.1) + (16 << 20)
+    check_room(path, int(sum(tensors.values()) * 1.1) + (16 << 20))
+
+
+def check_room(path: Path, needed: int) -> None:
+    """Refuse to write `needed` bytes at `path` on a disk with less free."""
     parent = path.parent.resolve()
     while not parent.exists():
         parent = parent.parent
     free = shutil.disk_usage(parent).free
     if free < needed:
         raise OSError(
-            f"not enough space for {path}: about {needed / 1e9:.2f} GB needed, "
-            f"{free / 1e9:.2f} GB free in {parent}"
+            f"not enough space for {path}: about {readable_bytes(needed)} needed, "
+            f"{readable_bytes(free)} free in {parent}"
         )
+
+
+def readable_bytes(count: int) -> str:
+    for unit, size in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if count >= size:
+            return f"{count / size:.2f} {unit}"
+    return f"{count} bytes"
 
 
 STAGING_SUFFIX = ".partial"

@@ -138,13 +138,12 @@ def text_beside_transformers(
     difference. The runtime runs in a process of its own (`zoo.lab.isolate`)."""
     from zoo.core.decode import DecodeSpec
     from zoo.core.entry import get_entry
-    from zoo.core.export import read_metadata
     from zoo.core.text import encode_prompt, load_tokenizer
     from zoo.lab.isolate import run_isolated
     from zoo.testing import greedy_on_runtime
 
     checkpoint = Path(checkpoint)
-    spec = DecodeSpec(**read_metadata(asset)["decode"])
+    spec = DecodeSpec.of_asset(asset)
     tokenizer = load_tokenizer(checkpoint / "tokenizer.json")
     ids = encode_prompt(tokenizer, checkpoint, prompt, chat)
     outcome = run_isolated(greedy_on_runtime, str(asset), ids, new_tokens, timeout=900)

@@ -92,8 +92,18 @@ def chat_prompt(directory: Path, user_text: str) -> str:
     def raise_exception(message: str):
         raise ValueError(f"the chat template refused the prompt: {message}")
 
+    from jinja2 import TemplateSyntaxError
+
     environment = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
-    return environment.from_string(template).render(
+    try:
+        compiled = environment.from_string(template)
+    except TemplateSyntaxError as error:
+        where = directory / "chat_template.jinja"
+        where = where if where.exists() else directory / "tokenizer_config.json"
+        raise ValueError(
+            f"{where}: the chat template has a syntax error (line {error.lineno}: {error.message})"
+        ) from None
+    return compiled.render(
         messages=[{"role": "user", "content": user_text}],
         add_generation_prompt=True,
         bos_token=special("bos_token"),
@@ -105,6 +115,12 @@ def chat_prompt(directory: Path, user_text: str) -> str:
 def encode_prompt(tokenizer, directory: Path, text: str, chat: bool = False) -> list[int]:
     """Prompt ids of `text`: as it is (with the tokenizer's own special tokens, e.g. a
     bos), or with `chat` as one user turn through the chat template of `directory`."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError("the prompt is not valid UTF-8 text; pass text, or --prompt-ids") from None
+    if not text.strip():
+        raise ValueError("the prompt is empty; give it some text (or --prompt-ids)")
     if chat:  # the template writes the special tokens itself (bos, turn markers)
         rendered = chat_prompt(directory, text)
         return tokenizer.encode(rendered, add_special_tokens=False).ids

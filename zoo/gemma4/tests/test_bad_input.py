@@ -38,6 +38,14 @@ def work(checkpoints, assets, tmp_path_factory) -> Path:
         "only-type": None,
         "bad-json": "broken",
         "bad-tensors": "truncate",
+        "nan-eps": {"rms_norm_eps": float("nan")},
+        "negative-eps": {"rms_norm_eps": -1e-6},
+        "zero-window": {"sliding_window": 0},
+        "far-eos": {"eos_token_id": 99999},
+        "nan-weight": "nan",
+        "two-shards": "duplicate",
+        "fifo-config": "fifo",
+        "dir-weights": "directory",
     }.items():
         target = root / name
         shutil.copytree(root / "ck", target)
@@ -49,12 +57,34 @@ def work(checkpoints, assets, tmp_path_factory) -> Path:
             (target / "model.safetensors").write_bytes(data[: len(data) // 2])
         elif change is None:
             (target / "config.json").write_text('{"model_type": "gemma4_text"}')
+        elif change in ("nan", "duplicate"):
+            from safetensors.torch import load_file, save_file
+
+            tensors = load_file(target / "model.safetensors")
+            if change == "nan":
+                tensors["model.norm.weight"][0] = float("nan")
+            else:  # a second shard holding one tensor again, and no index
+                save_file(
+                    {"model.norm.weight": tensors["model.norm.weight"] * 2},
+                    target / "b.safetensors",
+                )
+            save_file(tensors, target / "model.safetensors")
+        elif change == "fifo":
+            (target / "config.json").unlink()
+            os.mkfifo(target / "config.json")
+        elif change == "directory":
+            (target / "model.safetensors").unlink()
+            (target / "model.safetensors").mkdir()
         else:
             (target / "config.json").write_text(json.dumps({**config, **change}))
     for name, damage in {
         "no-program": "delete",
         "truncated": "truncate",
         "no-meta": "meta",
+        "no-manifest": "manifest",
+        "unlisted": "unlist",
+        "true-stop": "stop",
+        "no-write-mask": "spec",
     }.items():
         target = root / f"{name}.aimodel"
         shutil.copytree(root / "g4.aimodel", target)
@@ -62,8 +92,20 @@ def work(checkpoints, assets, tmp_path_factory) -> Path:
             (target / "main.mlirb").unlink()
         elif damage == "truncate":
             (target / "main.mlirb").write_bytes((target / "main.mlirb").read_bytes()[:1000])
-        else:
+        elif damage == "meta":
             (target / "metadata.json").unlink()
+        else:  # metadata.json edited by hand
+            metadata = json.loads((target / "metadata.json").read_text())
+            zoo = metadata["creatorDefinedMetadata"]["zoo"]
+            if damage == "manifest":
+                del zoo["files"]
+            elif damage == "unlist":
+                del zoo["files"]["tokenizer.json"]
+            elif damage == "stop":
+                zoo["decode"]["stop_token_ids"] = [True]
+            else:
+                zoo["decode"]["unknown_field"] = 1
+            (target / "metadata.json").write_text(json.dumps(metadata))
     return root
 
 
@@ -105,6 +147,23 @@ CASES = [
     ("export bad-tensors out/x.aimodel", 2, "model.safetensors: not a readable safetensors"),
     ("export ck out/x.txt", 2, "must end in .aimodel"),
     ("export ck mine.aimodel --overwrite", 2, "is not an asset the zoo wrote"),
+    ("export nan-eps out/x.aimodel", 2, "rms_norm_eps=nan (expected a finite number)"),
+    ("export negative-eps out/x.aimodel", 2, "rms_norm_eps=-1e-06 (expected a number above 0)"),
+    ("export zero-window out/x.aimodel", 2, "sliding_window=0 (expected a number above 0)"),
+    ("export far-eos out/x.aimodel", 2, "eos_token_id [99999] is outside the vocabulary"),
+    ("export nan-weight out/x.aimodel", 2, "model.norm.weight has NaN or infinite values"),
+    ("export two-shards out/x.aimodel", 2, "model.norm.weight is in both"),
+    ("export fifo-config out/x.aimodel", 2, "config.json is not a regular file"),
+    ("export dir-weights out/x.aimodel", 2, "model.safetensors is not a regular file"),
+    ("generate g4.aimodel --prompt-ids ١٢,٣", 2, "'١٢' is not a whole-number token id"),
+    ("generate g4.aimodel --prompt-ids １２", 2, "'１２' is not a whole-number token id"),
+    ("generate g4.aimodel --prompt-ids 1_0", 2, "'1_0' is not a whole-number token id"),
+    ("generate g4.aimodel --prompt-ids 1,,2", 2, "an empty id (two commas in a row?)"),
+    ("generate g4.aimodel --prompt-ids 2 --seed -1", 2, "-1 is less than 0"),
+    ("generate no-manifest.aimodel --prompt-ids 2", 2, "has lost its list of files"),
+    ("generate unlisted.aimodel --prompt-ids 2", 2, "tokenizer.json not in its list of files"),
+    ("generate true-stop.aimodel --prompt-ids 2", 2, "stop id True is not a token id"),
+    ("generate no-write-mask.aimodel --prompt-ids 2", 2, "its decode spec is damaged"),
     ("generate g4.aimodel --prompt x --tokenizer ck", 2, "ck: is a directory"),
 ]
 if sys.platform == "linux":
@@ -317,3 +376,47 @@ def test_an_asset_is_self_contained(work, tmp_path, capfd):
         run("gemma4", ["generate", str(moved), "--prompt", "w2 w17", "--max-new-tokens", "2"]) == 0
     )
     assert len(capfd.readouterr().out.split()) == 2
+
+
+@pytest.mark.parametrize("prompt", ["", "   "])
+def test_an_empty_prompt_is_named(work, prompt, capsys, monkeypatch):
+    monkeypatch.chdir(work)
+    assert run("gemma4", ["generate", "g4.aimodel", "--prompt", prompt]) == 2
+    assert "the prompt is empty" in capsys.readouterr().err
+
+
+def test_a_prompt_that_is_not_utf8_is_named(work, capsys, monkeypatch):
+    monkeypatch.chdir(work)
+    undecodable = b"caf\xe9".decode("utf-8", "surrogateescape")  # as argv holds bad bytes
+    assert run("gemma4", ["generate", "g4.aimodel", "--prompt", undecodable]) == 2
+    assert "not valid UTF-8" in capsys.readouterr().err
+
+
+def test_a_chat_template_syntax_error_names_the_file(work, tmp_path, capsys, monkeypatch):
+    asset = tmp_path / "chat.aimodel"
+    shutil.copytree(work / "g4.aimodel", asset)
+    (tmp_path / "tokenizer.json").write_bytes((asset / "tokenizer.json").read_bytes())
+    (tmp_path / "chat_template.jinja").write_text("{% for m in messages %}{{ m")
+    line = ["generate", str(asset), "--chat", "--prompt", "hi", "--tokenizer"]
+    assert run("gemma4", [*line, str(tmp_path / "tokenizer.json")]) == 2
+    err = capsys.readouterr().err
+    assert "chat_template.jinja: the chat template has a syntax error (line 1" in err
+
+
+def test_an_unknown_zoo_verify_is_refused(work, capsys, monkeypatch):
+    monkeypatch.chdir(work)
+    monkeypatch.setenv("ZOO_VERIFY", "bogus")
+    assert run("gemma4", ["generate", "g4.aimodel", "--prompt-ids", "2"]) == 2
+    assert "ZOO_VERIFY='bogus'" in capsys.readouterr().err
+
+
+def test_export_checks_the_room_before_loading(work, tmp_path, capsys, monkeypatch):
+    import zoo.core.export as export_module
+
+    monkeypatch.setattr(
+        export_module.shutil, "disk_usage", lambda p: type("U", (), {"free": 3_000_000})()
+    )
+    loaded = []
+    monkeypatch.setattr("zoo.core.entry.ModelEntry.load", lambda *a, **k: loaded.append(1))
+    assert run("gemma4", ["export", str(work / "ck"), str(tmp_path / "x.aimodel")]) == 2
+    assert "3.00 MB free" in capsys.readouterr().err and not loaded
