@@ -177,3 +177,68 @@ def pytest_unconfigure(config) -> None:
 def pytest_report_header(config) -> list[str]:
     info = provenance(default_compute_unit())
     return [f"zoo: {describe(info)}", f"zoo: os {info['os']}, processor {info['processor']}"]
+
+
+def entry_fixtures(model: str, capacity: int = 64, chunk: int = 4):
+    """The session fixtures of an entry's tests (`checkpoints, assets = entry_fixtures(...)`
+    in its conftest.py): every tiny variant, plus the default one in the multimodal layout
+    where the family has one; and the `ExportedAssets` over them, exported on first use."""
+    import pytest
+
+    from zoo.core.entry import get_entry
+
+    @pytest.fixture(scope="session")
+    def checkpoints(tmp_path_factory) -> dict:
+        entry, root = get_entry(model), tmp_path_factory.mktemp(f"{model}-checkpoints")
+        made = {v: entry.make_tiny_checkpoint(root / v, v) for v in entry.tiny.variants}
+        if not entry.text_only:
+            made["multimodal"] = entry.make_tiny_checkpoint(root / "multimodal", multimodal=True)
+        return made
+
+    @pytest.fixture(scope="session")
+    def assets(checkpoints, tmp_path_factory) -> ExportedAssets:
+        directory = tmp_path_factory.mktemp(f"{model}-assets")
+        return exported_assets(model, checkpoints, directory, capacity, chunk)
+
+    return checkpoints, assets
+
+
+def check_cli_export_and_generate(model: str, checkpoint, directory) -> None:
+    """`python -m zoo.MODEL export` a tiny checkpoint, then `generate` 4 tokens from text."""
+    import subprocess
+    import sys
+
+    def cli(*args):
+        command = [sys.executable, "-m", f"zoo.{model}", *map(str, args)]
+        return subprocess.run(command, capture_output=True, text=True, timeout=600)
+
+    out = directory / f"{model}-cli.aimodel"
+    export = cli("export", checkpoint, out, "--capacity", 32, "--chunk", 4)
+    assert export.returncode == 0, export.stderr
+    generate = cli("generate", out, "--prompt", "w5 w17 w33", "--max-new-tokens", 4)
+    assert generate.returncode == 0, generate.stderr
+    assert len(generate.stdout.split()) == 4
+
+
+def real_model_fixture(name: str):
+    """A module fixture: (checkpoint, fp32 asset) of real model `name` (`zoo.fetch`),
+    fetched and exported once per zoo version."""
+    import pytest
+
+    @pytest.fixture(scope="module")
+    def real():
+        from zoo.fetch import exported, fetch
+
+        return fetch(name), exported(name, "fp32")
+
+    return real
+
+
+def check_real_text(real: tuple, prompt: str, chat: bool, new_tokens: int = 32) -> None:
+    """The runtime's greedy tokens on real weights equal transformers' for `new_tokens`."""
+    from zoo.core.reference import text_beside_transformers
+
+    checkpoint, asset = real
+    row = text_beside_transformers(asset, checkpoint, prompt, chat=chat, new_tokens=new_tokens)
+    assert row["tokens"]["runtime"] == row["tokens"]["transformers"], row
+    assert row[f"first {new_tokens} tokens agree"] == f"{new_tokens}/{new_tokens}"

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 
 import pytest
 import torch
@@ -20,7 +18,7 @@ import torch
 from zoo.core.checkpoint import UnsupportedConfig
 from zoo.core.decode import torch_logits
 from zoo.gemma3 import Gemma3Config, load_gemma3, reference_model
-from zoo.testing import check_runtime_greedy
+from zoo.testing import check_cli_export_and_generate, check_runtime_greedy
 
 from .conftest import CHUNK
 
@@ -95,14 +93,4 @@ def test_unsupported_configs_are_refused_by_name(checkpoints, tmp_path):
 
 
 def test_cli_export_and_generate(checkpoints, tmp_path):
-    out = tmp_path / "gemma3.aimodel"
-
-    def cli(*args):
-        command = [sys.executable, "-m", "zoo.gemma3", *map(str, args)]
-        return subprocess.run(command, capture_output=True, text=True, timeout=600)
-
-    export = cli("export", checkpoints["default"], out, "--capacity", 32, "--chunk", 4)
-    assert export.returncode == 0, export.stderr
-    generate = cli("generate", out, "--prompt", "w5 w17 w33", "--max-new-tokens", 4)
-    assert generate.returncode == 0, generate.stderr
-    assert len(generate.stdout.split()) == 4
+    check_cli_export_and_generate("gemma3", checkpoints["default"], tmp_path)

@@ -13,25 +13,18 @@ import sys
 
 import pytest
 
-from zoo.core.reference import text_beside_transformers
+from zoo.testing import check_real_text, real_model_fixture
 
 REAL = "smollm2-135m-instruct"
 PROMPTS = ["What is the capital of France?", "Name three colours of the rainbow."]
 
 
-@pytest.fixture(scope="module")
-def real():
-    from zoo.fetch import exported, fetch
-
-    return fetch(REAL), exported(REAL, "fp32")
+real = real_model_fixture(REAL)
 
 
 @pytest.mark.parametrize("prompt", PROMPTS)
 def test_runtime_greedy_equals_transformers_on_the_real_weights(real, prompt):
-    checkpoint, asset = real
-    row = text_beside_transformers(asset, checkpoint, prompt, chat=True, new_tokens=32)
-    assert row["tokens"]["runtime"] == row["tokens"]["transformers"], row
-    assert row["first 32 tokens agree"] == "32/32"
+    check_real_text(real, prompt, chat=True)
 
 
 def test_generate_chat_answers_and_stops_at_the_end_of_turn(real):

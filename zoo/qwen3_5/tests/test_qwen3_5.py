@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 
 import pytest
 import torch
@@ -20,7 +18,7 @@ from zoo.core.checkpoint import CheckpointError
 from zoo.core.decode import ContextFullError, Generator
 from zoo.core.layout import default_layout
 from zoo.qwen3_5 import UnsupportedConfig, load_qwen3_5, reference_model, torch_logits
-from zoo.testing import check_runtime_greedy
+from zoo.testing import check_cli_export_and_generate, check_runtime_greedy
 
 from .conftest import CAPACITY, CHUNK
 
@@ -108,18 +106,4 @@ def test_sampling_stop_tokens_and_a_full_context(assets):
 
 
 def test_cli(checkpoints, tmp_path):
-    out = tmp_path / "q.aimodel"
-
-    def cli(*args):
-        return subprocess.run(
-            [sys.executable, "-m", "zoo.qwen3_5", *map(str, args)],
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
-
-    export = cli("export", checkpoints["4-layer"], out, "--capacity", 32, "--chunk", 4)
-    assert export.returncode == 0, export.stderr
-    generate = cli("generate", out, "--prompt", "w2 w17 w33", "--max-new-tokens", 4)
-    assert generate.returncode == 0, generate.stderr
-    assert len(generate.stdout.split()) == 4
+    check_cli_export_and_generate("qwen3_5", checkpoints["4-layer"], tmp_path)
