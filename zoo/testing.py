@@ -242,3 +242,21 @@ def check_real_text(real: tuple, prompt: str, chat: bool, new_tokens: int = 32) 
     row = text_beside_transformers(asset, checkpoint, prompt, chat=chat, new_tokens=new_tokens)
     assert row["tokens"]["runtime"] == row["tokens"]["transformers"], row
     assert row[f"first {new_tokens} tokens agree"] == f"{new_tokens}/{new_tokens}"
+
+
+def check_real_perplexity(real: tuple, name: str) -> None:
+    """The fp32 asset's perplexity of the scored text on the runtime is the eager model's
+    within 0.5% (`zoo.quality`), and its top-1 tokens are eager's."""
+    import numpy as np
+
+    from zoo.lab.isolate import run_isolated
+    from zoo.quality import SCORED, eager_logits, perplexity, runtime_logits, scores, text_ids
+
+    _, asset = real
+    ids = text_ids(name, SCORED)
+    outcome = run_isolated(runtime_logits, str(asset), ids, timeout=900)
+    assert outcome.ok, outcome.summary()
+    eager = eager_logits(name, "fp32", ids)
+    runtime = scores(np.asarray(outcome.result, np.float32), ids, eager)
+    assert abs(runtime["perplexity"] / perplexity(eager, ids) - 1) < 0.005, runtime
+    assert runtime["top-1"] > 0.99 and runtime["KL"] < 1e-3, runtime

@@ -100,22 +100,12 @@ def prompt_ids(name: str) -> list[int]:
 
 
 def write_real_record(name: str, rows: list[dict], directory: str | Path) -> Path:
-    """The record a real model's page renders (`real-NAME`): the texts a recipe decoded
-    and, measured now, the cost of the fp32 and int8 presets (`cost_row`)."""
-    import tempfile
-
-    from zoo.fetch import fetch, get_real_model
+    """The record of the texts a real model's recipe decoded (`real-NAME`): the same on
+    every run, so the tests compare it; what each preset costs is `zoo.quality`'s record."""
     from zoo.site.records import write_record
 
-    with tempfile.TemporaryDirectory(prefix="zoo-real-") as scratch:
-        costs = [cost_row(name, preset, scratch) for preset in ("fp32", "int8")]
-    # transformers' fp32 model once, the yardstick of every preset's runtime decode
-    eager = eager_decode_ms(get_real_model(name).entry, fetch(name), prompt_ids(name), 32)
-    for row in costs:
-        row["transformers fp32 eager ms"] = round(eager, 1)
-        row["runtime / eager"] = round(row["decode ms (runtime)"] / eager, 2)
     texts = [{k: v for k, v in row.items() if k != "tokens"} for row in rows]
-    return write_record(directory, f"real-{name}", {"texts": texts, "costs": costs})
+    return write_record(directory, f"real-{name}", {"texts": texts})
 
 
 def show(row: dict) -> None:

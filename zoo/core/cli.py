@@ -130,7 +130,8 @@ def build_parser(model_name: str, strategies: list[str]) -> argparse.ArgumentPar
     export.add_argument(
         "--compress",
         default="fp32",
-        choices=list(PRESETS),
+        type=preset_name,
+        metavar="{" + ",".join(PRESETS) + ",mixed:UNITS}",
         help="how the weights are stored (default: %(default)s; docs/guides/compression)",
     )
     export.add_argument(
@@ -206,6 +207,16 @@ def run(model_name: str, argv: list[str] | None = None) -> int:
         )
         say(f"error: {kind}{error} (--debug for the traceback)")
         return 2
+
+
+def preset_name(text: str) -> str:
+    """An argparse type: a preset's name, or mixed:UNIT,... (checked against the model
+    when it loads)."""
+    try:
+        get_preset(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+    return text
 
 
 def sidecar_wanted(preset, choice: str) -> bool:

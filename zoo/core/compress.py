@@ -25,7 +25,7 @@ weights layout "linear" (`zoo.core.layout`); the keys layout is unchanged.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,8 +34,9 @@ import torch
 from torch import nn
 from torch.nn.utils import parametrize
 
-# How one module is stored: ("quantize" | "palettize", a coreai-opt module config).
-Choice = tuple[str, object]
+# How one module is stored: ("quantize" | "palettize", a coreai-opt module config, the
+# bits of each weight's code: 8, 4).
+Choice = tuple[str, object, int]
 
 
 @dataclass(frozen=True)
@@ -52,6 +53,9 @@ class Preset:
     # them the weight's dtype, so an fp16 scale means compressing an fp16 copy of the
     # module; its dequantized weight is cast back to fp32 for the fp32 graph
     scale_dtype: torch.dtype = torch.float32
+    # what a mixed preset chose, as metadata and pages show it (`mixed`)
+    detail: str | None = None
+    units: tuple[str, ...] = ()  # the module names (or prefixes) a mixed preset stores int8
 
     @property
     def compresses_weights(self) -> bool:
@@ -61,6 +65,37 @@ class Preset:
         reason = dict(self.unsupported).get(model_name)
         if reason:
             raise ValueError(f"--compress {self.name} cannot export {model_name}: {reason}")
+
+    def weight_bits(self, name: str, module: nn.Module) -> int:
+        """Bits of each stored weight's code in `module` (scales and LUTs not counted, as
+        Apple's "bits per weight" column counts them)."""
+        choice = self.weights(name, module) if self.weights else None
+        if choice is not None:
+            return choice[2]
+        return 16 if self.program_pass is _fp16_pass else 32
+
+    def bits_per_weight(self, model: nn.Module) -> float:
+        """Mean code bits over a model's projections and embedding tables (a tied head
+        counted once: it is the table)."""
+        total = bits = 0
+        for name, module in model.named_modules():
+            if name and _projection_or_table(module):
+                total += module.weight.numel()
+                bits += module.weight.numel() * self.weight_bits(name, module)
+        return bits / total
+
+    def check_units(self, model: nn.Module) -> None:
+        """Every unit a mixed preset names is a module of `model` (a typo would store the
+        whole model 4-bit without a word)."""
+        names = [name for name, _ in model.named_modules() if name]
+        missing = [u for u in self.units if not any(_under(n, u) for n in names)]
+        if missing:
+            tops = [n for n in names if n.count(".") == 0] + ["layers.0", "layers.1", "..."]
+            raise ValueError(
+                f"--compress {self.name}: no module {', '.join(missing)} in this model; its "
+                f"units are {', '.join(dict.fromkeys(tops))} (python -m zoo.quality NAME "
+                "--sweep chooses them for a real model)"
+            )
 
     def layout(self, layout: dict[str, str]) -> dict[str, str]:
         """Weight compression acts on `nn.Linear` modules: keep them as authored."""
@@ -80,7 +115,7 @@ class Preset:
         choice = self.weights(name, module)
         if choice is None:
             return module
-        kind, config = choice
+        kind, config, _ = choice
         half = self.scale_dtype != torch.float32 and getattr(module, "bias", None) is None
         if half:
             module = module.to(self.scale_dtype)
@@ -177,9 +212,9 @@ def _int8(name: str, module: nn.Module) -> Choice | None:
     # 248k-row table is a third of a small model
     from coreai_opt.quantization import ModuleQuantizerConfig
 
-    return (
-        ("quantize", ModuleQuantizerConfig.presets.w8()) if _projection_or_table(module) else None
-    )
+    if not _projection_or_table(module):
+        return None
+    return "quantize", ModuleQuantizerConfig.presets.w8(), 8
 
 
 def _int4_block32(name: str, module: nn.Module) -> Choice | None:
@@ -201,7 +236,7 @@ def _int4_block32(name: str, module: nn.Module) -> Choice | None:
     config = ModuleQuantizerConfig(
         op_input_spec=None, op_output_spec=None, op_state_spec={"weight": weight}
     )
-    return "quantize", config
+    return "quantize", config, 4
 
 
 # Gemma 4's per-layer-embedding gate and projection: 8 bits, as Apple's preset
@@ -214,8 +249,8 @@ def _palettize4(name: str, module: nn.Module) -> Choice | None:
     from coreai_opt.palettization import ModuleKMeansPalettizerConfig
 
     if name.rpartition(".")[2] in EIGHT_BIT_LUT:
-        return "palettize", ModuleKMeansPalettizerConfig.presets.w8()  # per tensor
-    return "palettize", ModuleKMeansPalettizerConfig.presets.w4(group_size=32)
+        return "palettize", ModuleKMeansPalettizerConfig.presets.w8(), 8  # per tensor
+    return "palettize", ModuleKMeansPalettizerConfig.presets.w4(group_size=32), 4
 
 
 def _fp16_pass(program):
@@ -262,7 +297,46 @@ PRESETS: dict[str, Preset] = {
 }
 
 
-def get_preset(name: str) -> Preset:
+def mixed(eight_bit: Sequence[str]) -> Preset:
+    """`int4-block32` with the modules under `eight_bit` (names or prefixes: "embed_tokens",
+    "layers.3") stored int8 per output channel: the preset `zoo.quality.sweep` chooses."""
+    units = tuple(eight_bit)
+
+    def weights(name: str, module: nn.Module) -> Choice | None:
+        if any(_under(name, unit) for unit in units):
+            return _int8(name, module)
+        return _int4_block32(name, module)
+
+    listed = ", ".join(units) if units else "nothing"
+    return Preset(
+        "mixed",
+        f"uint4 per block of 32 (int4-block32), int8 per channel for: {listed}",
+        weights,
+        scale_dtype=torch.float16,
+        detail=f"int8: {listed}; the rest int4-block32",
+        units=units,
+    )
+
+
+def _under(name: str, unit: str) -> bool:
+    return name == unit or name.startswith(unit + ".")
+
+
+MIXED_HELP = (
+    "mixed:UNIT,UNIT,... stores those modules int8 and the rest int4-block32, e.g. "
+    "mixed:embed_tokens,layers.0 (python -m zoo.quality NAME --sweep chooses them)"
+)
+
+
+def get_preset(name: str | Preset) -> Preset:
+    """A preset by name (`PRESETS`), or a `Preset` built elsewhere (`mixed`) as it is."""
+    if isinstance(name, Preset):
+        return name
+    if isinstance(name, str) and name.split(":")[0] == "mixed":
+        units = [unit.strip() for unit in name.partition(":")[2].split(",") if unit.strip()]
+        if not units:
+            raise ValueError(f"--compress {name!r} names no module: {MIXED_HELP}")
+        return mixed(units)
     if name not in PRESETS:
         raise ValueError(f"unknown compression preset {name!r}; choose one of {list(PRESETS)}")
     return PRESETS[name]

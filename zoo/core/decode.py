@@ -16,6 +16,7 @@ import shutil
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -25,6 +26,9 @@ from zoo.core.kv import causal_mask, chunk_rows, get_strategy
 from zoo.core.layout import apply_layout, layout_of, resolve_layout
 from zoo.core.runtime import Model
 from zoo.core.text import generation_files
+
+if TYPE_CHECKING:
+    from zoo.core.compress import Preset
 
 
 class ContextFullError(IndexError):
@@ -65,8 +69,11 @@ class DecodeSpec:
     checkpoint: str | None = None
     layout: dict[str, str] = field(default_factory=dict)  # zoo.core.layout: weights, keys
     compression: str = "fp32"  # zoo.core.compress preset the weights were stored with
+    compression_detail: str | None = None  # what a mixed preset chose (zoo.core.compress)
     # tables kept out of the graph (zoo.core.sidecar): input name -> file, rows, width
     sidecars: dict[str, dict] = field(default_factory=dict)
+    # a third function, `score`: this many tokens in, every row's logits out (zoo.quality)
+    score_chunk: int | None = None
 
     def __post_init__(self) -> None:
         # a hand-edited or damaged metadata.json must not decode silently wrong: a stop id
@@ -154,8 +161,9 @@ def export_decoder(
     extra_files: dict | None = None,
 ) -> Path:
     """Export a zoo decoder (`forward(input_ids, positions, step, states)`) as prefill +
-    decode, each a `FlatDecoder` over the same states, with its sidecar tables (int8 files
-    beside the program, `zoo.core.sidecar`) written from `model.sidecars`.
+    decode (+ score if `spec.score_chunk`), each a `FlatDecoder` over the same states, with
+    its sidecar tables (int8 files beside the program, `zoo.core.sidecar`) written from
+    `model.sidecars`.
 
     `program_pass`, if given, rewrites each function's `torch.export` program before the
     conversion (e.g. an fp16 cast). `extra_files` (name -> write(path)) adds files to the
@@ -166,8 +174,15 @@ def export_decoder(
             f"got {spec.chunk}"
         )
     check_destination(path, overwrite)
+    if spec.score_chunk is not None and not 1 <= spec.score_chunk <= spec.capacity:
+        raise ValueError(
+            f"the score chunk must hold 1 to {spec.capacity} tokens, got {spec.score_chunk}"
+        )
+    functions = [("prefill", spec.chunk), ("decode", 1)]
+    if spec.score_chunk is not None:
+        functions.append(("score", spec.score_chunk))
     entries = []
-    for name, length in (("prefill", spec.chunk), ("decode", 1)):
+    for name, length in functions:
         inputs, arguments = example_inputs(spec, length)
         module = FlatDecoder(model, spec, last_row_only=name == "prefill")
         entry = EntryPoint(
@@ -231,7 +246,8 @@ def export_model(
     checkpoint: str | os.PathLike | None = None,
     weights: str = "auto",
     keys: str = "auto",
-    compress: str = "fp32",
+    compress: str | Preset = "fp32",
+    score_chunk: int | None = None,
 ) -> Path:
     """Export a loaded zoo decoder (`zoo.<model>.load_<model>`) as prefill + decode.
 
@@ -240,7 +256,8 @@ def export_model(
     manifest), so the asset generates text on its own; only the folder's name is recorded.
     `weights` and `keys` choose the stored layout (`zoo.core.layout`; "auto": this
     platform's default); the model is re-stored in place and computes the same logits.
-    `compress` names a `zoo.core.compress` preset for the stored weights.
+    `compress` names a `zoo.core.compress` preset for the stored weights. `score_chunk`
+    adds a `score` function returning every row's logits (`Generator.score`, `zoo.quality`).
     """
     from zoo.core.compress import get_preset
 
@@ -261,7 +278,8 @@ def export_model(
     layout = preset.layout(resolve_layout(weights, keys))
     apply_layout(model, layout["weights"], layout["keys"])
     spec = decode_spec(model, chunk, source.name if source is not None else None)
-    spec.compression = preset.name
+    spec.compression, spec.compression_detail = preset.name, preset.detail
+    spec.score_chunk = score_chunk
     return export_decoder(
         preset.apply(model),
         spec,
@@ -329,6 +347,7 @@ class Generator:
         self.model = Model.load(asset, compute_unit)
         self.prefill_fn = self.model.function("prefill")
         self.decode_fn = self.model.function("decode")
+        self.score_fn = self.model.function("score") if self.spec.score_chunk else None
         self.sidecars = self.spec.open_sidecars(asset)  # rows looked up per token
         self.reset()
 
@@ -361,21 +380,46 @@ class Generator:
                 piece, function = ids[:chunk], self.prefill_fn
             else:
                 piece, function = ids[:1], self.decode_fn
-            ids_array = np.array([piece], np.int32)
-            inputs = {
-                "input_ids": ids_array,
-                **self.spec.host_inputs(self.position, len(piece)),
-                **self.spec.token_inputs(ids_array, self.sidecars),
-            }
-            # Masks go in the dtype the function declares (fp16 for an fp16 export).
-            inputs = {
-                name: value.astype(function.inputs[name][1]) if value.dtype.kind == "f" else value
-                for name, value in inputs.items()
-            }
-            logits = function(inputs, self.states)["logits"][0, -1].astype(np.float32)
-            self.position += len(piece)
+            logits = self._call(function, piece)[0, -1].astype(np.float32)
             ids = ids[len(piece) :]
         return logits
+
+    def _call(self, function, piece: list[int]) -> np.ndarray:
+        """One call of `function` on `piece` at the current position: its logits."""
+        ids_array = np.array([piece], np.int32)
+        inputs = {
+            "input_ids": ids_array,
+            **self.spec.host_inputs(self.position, len(piece)),
+            **self.spec.token_inputs(ids_array, self.sidecars),
+        }
+        # Masks go in the dtype the function declares (fp16 for an fp16 export).
+        inputs = {
+            name: value.astype(function.inputs[name][1]) if value.dtype.kind == "f" else value
+            for name, value in inputs.items()
+        }
+        logits = function(inputs, self.states)["logits"]
+        self.position += len(piece)
+        return logits
+
+    def score(self, ids: Sequence[int]) -> np.ndarray:
+        """Append tokens to the context; returns the logits after each of them `[T, vocab]`
+        (row i scores the token after ids[i]). Needs an asset exported with `score_chunk`."""
+        if self.score_fn is None:
+            raise ValueError(
+                "this asset has no score function: export it with score_chunk=N "
+                "(zoo.core.decode.export_model) to read every row's logits"
+            )
+        ids = self._fitting(ids, self.spec.capacity, "score fewer tokens or export longer")
+        rows = []
+        chunk = self.spec.score_chunk
+        while ids:
+            if len(ids) >= chunk:
+                piece, function = ids[:chunk], self.score_fn
+            else:
+                piece, function = ids[:1], self.decode_fn
+            rows.append(self._call(function, piece)[0].astype(np.float32))
+            ids = ids[len(piece) :]
+        return np.concatenate(rows)
 
     def generate(
         self,

@@ -106,6 +106,7 @@ class ModelEntry:
         with torch.device("meta"):  # which tables stay out of the graph (zoo.core.sidecar)
             skeleton = build()
         sidecars = {n: skeleton.SIDECAR_WEIGHTS[n] for n in getattr(skeleton, "sidecar_inputs", {})}
+        preset.check_units(skeleton)  # before the weights are read
         del skeleton
         ignored += list(sidecars.values())
         loaded, store = None, None

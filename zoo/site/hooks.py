@@ -6,7 +6,8 @@ Markers a page may hold (an HTML comment, so the raw Markdown still reads well):
                                     library source by qualified name, verbatim, titled
                                     with its file (`zoo.site.source`)
     <!-- zoo:verified NAME -->      "Verified on linux x86_64 · coreai-core ... · DATE"
-    <!-- zoo:table NAME KEY -->     the list of rows at results[KEY] of record NAME, as a table
+    <!-- zoo:table NAME KEY -->     the list of rows at results[KEY] of record NAME (or the one
+                                    row a dict is), as a table
     <!-- zoo:table NAME KEY "a,b" -->   the same, columns a and b only
     <!-- zoo:outcomes NAME KEY TABLE -->
                                     measured rows, a column per device record merged into
@@ -92,6 +93,8 @@ def render_marker(kind: str, args: list[str], records_dir: Path, page: str) -> s
         if len(args) not in (2, 3):
             raise ValueError('zoo:table takes a record name, a results key [, "col,col"]')
         rows = record["results"][args[1]]
+        if isinstance(rows, dict):  # one result: a table of one row
+            rows = [rows]
         if len(args) == 3:
             columns = [c.strip() for c in args[2].split(",")]
             missing = [c for c in columns if c not in rows[0]]
@@ -359,6 +362,8 @@ def _cell(value) -> str:
         return ""
     if isinstance(value, float):
         return f"{value:.3g}" if abs(value) < 1e-2 or abs(value) >= 1e4 else f"{value:g}"
+    if isinstance(value, list):
+        return ", ".join(_cell(item) for item in value)
     return str(value).replace("|", "\\|")
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from zoo.testing import check_real_text, real_model_fixture
+from zoo.testing import check_real_perplexity, check_real_text, real_model_fixture
 
 REAL = "gemma3-270m"
 PROMPTS = ["The capital of France is", "Once upon a time, there was a"]
@@ -21,3 +21,7 @@ real = real_model_fixture(REAL)
 @pytest.mark.parametrize("prompt", PROMPTS)
 def test_runtime_greedy_equals_transformers_on_the_real_weights(real, prompt):
     check_real_text(real, prompt, chat=False)
+
+
+def test_runtime_perplexity_of_real_text_equals_eager(real):
+    check_real_perplexity(real, REAL)

@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from zoo.testing import check_real_text, real_model_fixture
+from zoo.testing import check_real_perplexity, check_real_text, real_model_fixture
 
 REAL = "smollm2-135m-instruct"
 PROMPTS = ["What is the capital of France?", "Name three colours of the rainbow."]
@@ -36,3 +36,7 @@ def test_generate_chat_answers_and_stops_at_the_end_of_turn(real):
     assert "Paris" in done.stdout
     new = int(re.search(r"(\d+) tokens in", done.stderr).group(1))
     assert new < 64, done.stdout  # stopped at <|im_end|>, not at the token limit
+
+
+def test_runtime_perplexity_of_real_text_equals_eager(real):
+    check_real_perplexity(real, REAL)

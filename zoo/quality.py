@@ -1,0 +1,295 @@
+"""What a compression preset costs in quality on a real model, measured on the asset.
+
+`python -m zoo.quality smollm2-135m-instruct [--presets fp32,int8,...] [--record DIR]`
+exports the fetched model (`zoo.fetch`) once per preset with a `score` function (every
+row's logits, `zoo.core.decode.Generator.score`), runs it on the Core AI runtime in a
+process of its own, and scores the first `TOKENS` tokens of a public-domain text nobody
+chose anything on (Lincoln's 1862 address, `zoo.fetch.REAL_TEXTS`):
+
+- perplexity of the text, on the runtime and in torch eager (the same preset),
+- mean KL(fp32 || preset) in nats and top-1 agreement, against the fp32 model in torch
+  eager on the same tokens,
+- bits per weight (code bits, Apple's convention), asset bytes, export seconds and the
+  median decode step on the runtime.
+
+`sweep` chooses the `mixed` preset (`zoo.core.compress.mixed`) on a calibration text
+(Washington's 1790 address, never the scored one): each unit (the embedding table, each
+decoder layer) is stored int4-block32 alone and the KL it adds is measured in torch eager;
+the units that add most per extra bit go to int8 until the bits-per-weight budget is spent.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+TEXT = "sotu"
+SCORED = "1862_abraham_lincoln_r.txt"  # held out: only ever scored
+CALIBRATION = "1790_george_washington_n.txt"  # what `sweep` chooses on
+TOKENS = 256  # scored tokens: one context from the text's start
+SCORE_CHUNK = 64  # rows per `score` call
+CAPACITY = 256
+BUDGET = 5.0  # bits per weight the mixed preset may spend
+SLOW_MS = 2000  # a decode step slower than this: the text is scored in eager only
+PRESETS = ("fp32", "fp16", "int8", "int4-block32", "palettize4", "mixed")
+
+
+def say(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def text_ids(name: str, file: str, tokens: int = TOKENS) -> list[int]:
+    """The first `tokens` ids of a fetched text, as real model `name` tokenizes it (its
+    own special tokens first, e.g. a bos)."""
+    from zoo.core.text import encode_prompt, load_tokenizer
+    from zoo.fetch import fetch, fetch_text
+
+    checkpoint = fetch(name)
+    text = " ".join((fetch_text(TEXT) / file).read_text(encoding="utf-8").split())
+    ids = encode_prompt(load_tokenizer(checkpoint / "tokenizer.json"), checkpoint, text)
+    if len(ids) < tokens:
+        raise ValueError(f"{file} has {len(ids)} tokens, fewer than the {tokens} asked for")
+    return ids[:tokens]
+
+
+def perplexity(logits: np.ndarray, ids: list[int]) -> float:
+    """exp of the mean negative log-likelihood of ids[1:], row i predicting ids[i + 1]."""
+    rows = np.asarray(logits[:-1], np.float64)
+    rows = rows - rows.max(-1, keepdims=True)
+    log_probs = rows - np.log(np.exp(rows).sum(-1, keepdims=True))
+    return float(math.exp(-log_probs[np.arange(len(ids) - 1), ids[1:]].mean()))
+
+
+def eager_logits(name: str, preset, ids: list[int]) -> np.ndarray:
+    """Logits of real model `name` with `preset` in torch eager, `[T, vocab]`. fp16: the
+    same weights in transformers' model, computed in float16."""
+    import torch
+
+    from zoo.core.compress import get_preset
+    from zoo.core.decode import torch_logits
+    from zoo.core.entry import get_entry
+    from zoo.fetch import fetch, get_real_model
+
+    preset = get_preset(preset)
+    entry, checkpoint = get_entry(get_real_model(name).entry), fetch(name)
+    if preset.program_pass is not None:  # fp16 compute: no zoo eager twin, transformers'
+        model = entry.reference_model(checkpoint).to(torch.float16)
+        with torch.no_grad():
+            return model(torch.tensor([ids])).logits[0].float().numpy()
+    model = entry.load(checkpoint, compress=preset, capacity=CAPACITY)
+    return torch_logits(model, ids)[0].float().numpy()
+
+
+def runtime_logits(asset: str, ids: list[int]) -> np.ndarray:
+    """Every row's logits of `ids` on the Core AI runtime (run it with `run_isolated`)."""
+    from zoo.core.decode import Generator
+
+    with Generator(asset) as generator:
+        return generator.score(ids)
+
+
+def scores(logits: np.ndarray, ids: list[int], reference: np.ndarray) -> dict:
+    from zoo.core.compress import quality
+
+    against = quality(reference, logits)
+    return {
+        "perplexity": perplexity(logits, ids),
+        "KL": against["KL (nats)"],
+        "top-1": against["top-1 agreement"],
+    }
+
+
+def quality_row(name: str, preset, directory: str | Path, ids: list[int], reference) -> dict:
+    """One row of the quality table: export `preset` of `name` with a score function, score
+    `ids` on the runtime (own process) and in eager, and time a decode step."""
+    from zoo.bench.real import runtime_decode_ms
+    from zoo.core.compress import get_preset
+    from zoo.core.decode import export_model
+    from zoo.core.entry import get_entry
+    from zoo.core.layout import default_chunk
+    from zoo.fetch import fetch, get_real_model
+    from zoo.lab.isolate import run_isolated
+
+    preset = get_preset(preset)
+    checkpoint = fetch(name)
+    path = Path(directory) / f"{name}-{preset.name}.aimodel"
+    started = time.perf_counter()
+    loaded = get_entry(get_real_model(name).entry).load(
+        checkpoint, compress=preset, capacity=CAPACITY
+    )
+    bits = preset.bits_per_weight(loaded)
+    export_model(
+        loaded,
+        path,
+        chunk=default_chunk(),
+        checkpoint=checkpoint,
+        compress=preset,
+        score_chunk=SCORE_CHUNK,
+        overwrite=True,
+    )
+    export_s = time.perf_counter() - started
+    del loaded
+    row = {
+        "preset": preset.name,
+        "bits per weight": round(bits, 2),
+        "asset MB": round(sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) / 1e6, 1),
+        "export s": round(export_s, 1),
+    }
+    timed = run_isolated(runtime_decode_ms, str(path), ids[:8], 4, timeout=3600)
+    if not timed.ok:
+        return {**row, "outcome": timed.summary()}
+    decode_ms = timed.result["decode ms"]
+    row["decode ms (runtime)"] = round(decode_ms, 1)
+    eager = scores(eager_logits(name, preset, ids), ids, reference)
+    row["perplexity (eager)"] = round(eager["perplexity"], 3)
+    row["KL vs fp32 (eager)"] = round(eager["KL"], 5)
+    if decode_ms > SLOW_MS:  # fp16 on the Linux runtime: seconds a row, an hour a text
+        return {**row, "outcome": f"eager only: {decode_ms / 1000:.1f} s a token on the runtime"}
+    on_runtime = run_isolated(runtime_logits, str(path), ids, timeout=3600)
+    if not on_runtime.ok:
+        return {**row, "outcome": on_runtime.summary()}
+    runtime = scores(np.asarray(on_runtime.result, np.float32), ids, reference)
+    return {
+        **row,
+        "perplexity (runtime)": round(runtime["perplexity"], 3),
+        "KL vs fp32 (runtime)": round(runtime["KL"], 5),
+        "top-1 vs fp32 (runtime)": round(runtime["top-1"], 4),
+        "outcome": "scored on the runtime",
+        **({"detail": preset.detail} if preset.detail else {}),
+    }
+
+
+def units(model) -> list[str]:
+    """What the sweep promotes as one: the embedding table (with a tied head), an untied
+    head, each decoder layer."""
+    names = [n for n, _ in model.named_children() if n in ("embed_tokens", "lm_head")]
+    return names + [f"layers.{i}" for i in range(len(model.layers))]
+
+
+def sweep(name: str, budget: float = BUDGET, progress=say) -> dict:
+    """Choose the mixed preset of real model `name` on the calibration text: the KL each
+    unit adds when it alone is int4-block32 (torch eager), then units promoted to int8 by KL
+    per extra bit until `budget` bits per weight would be passed."""
+    import copy
+
+    from zoo.core.checkpoint import replace_module
+    from zoo.core.compress import get_preset
+    from zoo.core.decode import torch_logits
+    from zoo.core.entry import get_entry
+    from zoo.fetch import fetch, get_real_model
+
+    ids = text_ids(name, CALIBRATION)
+    entry, checkpoint = get_entry(get_real_model(name).entry), fetch(name)
+    fp32 = entry.load(checkpoint, capacity=CAPACITY)
+    reference = torch_logits(fp32, ids)[0].numpy()
+    int4 = get_preset("int4-block32")
+    everything = units(fp32)
+    sensitivity, weights = {}, {}
+    for unit in everything:
+        members = {
+            n: m
+            for n, m in fp32.named_modules()
+            if (n == unit or n.startswith(unit + ".")) and int4.weights(n, m) is not None
+        }
+        weights[unit] = sum(m.weight.numel() for m in members.values())
+        for n, m in members.items():  # this unit alone int4, the rest fp32
+            replace_module(fp32, n, int4.compress_module(n, copy.deepcopy(m)))
+        sensitivity[unit] = scores(torch_logits(fp32, ids)[0].numpy(), ids, reference)["KL"]
+        for n, m in members.items():
+            replace_module(fp32, n, m)
+        progress(f"  {unit}: KL {sensitivity[unit]:.6f} when int4-block32 alone")
+    total = sum(weights.values())
+    chosen, bits = [], int4.bits_per_weight(fp32)
+    for unit in sorted(everything, key=lambda u: sensitivity[u] / weights[u], reverse=True):
+        extra = 4 * weights[unit] / total
+        if bits + extra <= budget:
+            chosen.append(unit)
+            bits += extra
+    chosen.sort(key=everything.index)
+    return {
+        "calibration": f"{CALIBRATION} (first {len(ids)} tokens)",
+        "budget bits per weight": budget,
+        "int8": chosen,
+        "bits per weight": round(bits, 2),
+        "units": [
+            {
+                "unit": unit,
+                "weights": weights[unit],
+                "KL when int4 alone": float(f"{sensitivity[unit]:.3g}"),
+                "stored": "int8" if unit in chosen else "int4-block32",
+            }
+            for unit in everything
+        ],
+    }
+
+
+def quality_record(name: str, presets: list[str], directory: str | Path) -> Path:
+    """The record `quality-NAME`: the sweep's choice and a row per preset (`make records`;
+    about three minutes a preset on two cores)."""
+    from zoo.core.compress import mixed
+    from zoo.site.records import write_record
+
+    ids = text_ids(name, SCORED)
+    reference = eager_logits(name, "fp32", ids)
+    plan = sweep(name) if "mixed" in presets else None
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="zoo-quality-") as scratch:
+        for preset in presets:
+            say(f"{name}: {preset} ...")
+            chosen = mixed(plan["int8"]) if preset == "mixed" else preset
+            rows.append(quality_row(name, chosen, scratch, ids, reference))
+            say(f"  {rows[-1]}")
+    results = {
+        "text": f"{SCORED} ({TEXT}), first {len(ids)} tokens",
+        "fp32 perplexity (eager)": round(perplexity(reference, ids), 3),
+        "rows": rows,
+        **({"mixed": {k: v for k, v in plan.items() if k != "units"}} if plan else {}),
+        **({"sweep": plan["units"]} if plan else {}),
+    }
+    return write_record(directory, f"quality-{name}", results)
+
+
+def main(argv: list[str] | None = None) -> int:
+    from zoo.fetch import REAL_MODELS, FetchError
+
+    parser = argparse.ArgumentParser(
+        prog="python -m zoo.quality",
+        description="Perplexity, KL and top-1 against fp32 of each compression preset of a "
+        "real model, computed from the exported asset's logits on the Core AI runtime.",
+    )
+    parser.add_argument("name", choices=list(REAL_MODELS), help="a real model (zoo.fetch)")
+    parser.add_argument(
+        "--presets", default=",".join(PRESETS), help="comma-separated (default: all)"
+    )
+    parser.add_argument("--sweep", action="store_true", help="only choose the mixed preset")
+    parser.add_argument("--record", metavar="DIR", help="write the record quality-NAME.json")
+    args = parser.parse_args(argv)
+    from zoo.core.compress import PRESETS as KNOWN
+
+    presets = [p.strip() for p in args.presets.split(",") if p.strip()]
+    unknown = [p for p in presets if p not in (*KNOWN, "mixed")]
+    if unknown or not presets:
+        parser.error(f"--presets: unknown {unknown}; choose from {', '.join(PRESETS)}")
+    try:
+        if args.sweep:
+            import json
+
+            plan = sweep(args.name, progress=say)
+            print(json.dumps(plan, indent=2))
+            say(f"export it with: --compress mixed:{','.join(plan['int8'])}")
+        else:
+            print(quality_record(args.name, presets, args.record or "."))
+    except (FetchError, OSError, ValueError) as error:
+        say(f"error: {error}")
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
