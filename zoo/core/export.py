@@ -15,6 +15,7 @@ import os
 import re
 import shutil
 import signal
+import sys
 import tempfile
 import threading
 import time
@@ -310,6 +311,11 @@ def check_room(path: Path, needed: int) -> None:
     parent = path.parent.resolve()
     while not parent.exists():
         parent = parent.parent
+    if os.statvfs(parent).f_blocks == 0:  # /proc, /sys: no disk behind them
+        raise OSError(
+            f"{parent} is a virtual filesystem (no disk behind it): choose an output "
+            "directory on a disk"
+        )
     free = shutil.disk_usage(parent).free
     if free < needed:
         raise OSError(
@@ -358,6 +364,38 @@ def _interrupts_raise():
             signal.signal(number, handler)
 
 
+# A failed native write does not raise: LLVM's "IO failure on output stream" (a full disk,
+# a file size limit) ends the process with exit(1), past every `finally`, and a runtime
+# crash kills it. So a small watcher process holds the other end of a pipe while a staging
+# directory is built: if the pipe closes without "done", it removes the directory.
+_WATCHER = """
+import shutil, sys
+staging, path = sys.argv[1:3]
+if sys.stdin.read() != "done":
+    shutil.rmtree(staging, ignore_errors=True)
+    print(f"error: writing {path} stopped the process (the line above says why: a full "
+          "disk?); the partial asset was removed, nothing else changed", file=sys.stderr)
+"""
+
+
+@contextlib.contextmanager
+def _removed_if_the_process_dies(staging: Path, path: Path) -> Iterator[None]:
+    import subprocess
+
+    watcher = subprocess.Popen(
+        [sys.executable, "-c", _WATCHER, str(staging), str(path)],
+        stdin=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # a Ctrl-C to the process group is ours to handle
+    )
+    try:
+        yield
+    finally:
+        watcher.stdin.write("done")
+        watcher.stdin.close()
+        watcher.wait()
+
+
 @contextlib.contextmanager
 def replacing_directory(path: Path, overwrite: bool) -> Iterator[Path]:
     """Yield a path (not yet created) beside `path` to build a directory in; when the block
@@ -374,7 +412,7 @@ def replacing_directory(path: Path, overwrite: bool) -> Iterator[Path]:
     )
     done = False
     try:
-        with _interrupts_raise():
+        with _interrupts_raise(), _removed_if_the_process_dies(staging, path):
             fresh = staging / path.name
             yield fresh
             if path.exists():

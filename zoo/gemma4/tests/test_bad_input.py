@@ -168,6 +168,7 @@ CASES = [
 ]
 if sys.platform == "linux":
     CASES.append(("generate g4.aimodel --prompt-ids 2 --compute-unit gpu", 2, "needs macOS 27"))
+    CASES.append(("export ck /proc/x.aimodel", 2, "/proc is a virtual filesystem"))
 
 
 @pytest.mark.parametrize("line,code,fragment", CASES, ids=[c[0] for c in CASES])
@@ -420,3 +421,28 @@ def test_export_checks_the_room_before_loading(work, tmp_path, capsys, monkeypat
     monkeypatch.setattr("zoo.core.entry.ModelEntry.load", lambda *a, **k: loaded.append(1))
     assert run("gemma4", ["export", str(work / "ck"), str(tmp_path / "x.aimodel")]) == 2
     assert "3.00 MB free" in capsys.readouterr().err and not loaded
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="RLIMIT_FSIZE is POSIX")
+def test_a_write_failing_in_native_code_leaves_nothing(work, tmp_path):
+    """A file size limit (as a full disk would) stops the native writer with "LLVM ERROR: IO
+    failure" and exit(1), past Python's cleanup: the watcher removes the staging folder."""
+    import resource
+
+    def small_files() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (200_000, 200_000))
+
+    out = tmp_path / "full"
+    out.mkdir()
+    command = [sys.executable, "-m", "zoo.gemma4", "export", str(work / "ck")]
+    command += [str(out / "x.aimodel"), "--capacity", "32", "--chunk", "4"]
+    done = subprocess.run(
+        command, capture_output=True, text=True, timeout=600, preexec_fn=small_files
+    )
+    assert done.returncode != 0
+    for _ in range(50):  # the watcher wakes when the process has gone
+        if not list(out.iterdir()):
+            break
+        time.sleep(0.1)
+    assert list(out.iterdir()) == [], done.stderr
+    assert "the partial asset was removed" in done.stderr, done.stderr
