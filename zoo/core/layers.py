@@ -64,3 +64,27 @@ class GatedMLP(torch.nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.down_proj(self.activation(self.gate_proj(x)) * self.up_proj(x))
+
+
+def head_logits(
+    h: torch.Tensor,
+    norm: torch.nn.Module,
+    embed_tokens: torch.nn.Embedding,
+    lm_head: torch.nn.Module | None,
+    last_row_only: bool,
+    softcap: float | None = None,
+) -> torch.Tensor:
+    """A decoder's tail: the final norm and the LM head, on the chunk's last row only for
+    prefill (the host reads nothing else, and the head is the widest matmul), capped by
+    `tanh(x / softcap) * softcap` when the model says so."""
+    if last_row_only:
+        h = h[:, -1:]
+    h = norm(h)
+    # A tied head reads the embedding table, unless an export layout stored its own copy.
+    if lm_head is None:
+        logits = torch.nn.functional.linear(h, embed_tokens.weight)
+    else:
+        logits = lm_head(h)
+    if softcap:
+        logits = torch.tanh(logits / softcap) * softcap
+    return logits

@@ -25,7 +25,7 @@ from torch import nn
 
 from zoo.core.cache import KVCache
 from zoo.core.kv import KVStrategy
-from zoo.core.layers import GatedMLP, RMSNorm
+from zoo.core.layers import GatedMLP, RMSNorm, head_logits
 from zoo.core.rope import inverse_frequencies, rope_cos_sin, rotate
 from zoo.gemma3.config import Gemma3Config
 
@@ -118,13 +118,11 @@ class Gemma3(nn.Module):
         h = self.embed_tokens(input_ids) * self.config.hidden_size**0.5
         for layer in self.layers:
             h = layer(h, positions, step, states)
-        if last_row_only:  # prefill: only the logits after the chunk's last token are read
-            h = h[:, -1:]
-        h = self.norm(h)
-        # A tied head reads the embedding table, unless an export layout stored its own copy.
-        tied = self.lm_head is None
-        logits = F.linear(h, self.embed_tokens.weight) if tied else self.lm_head(h)
-        if self.config.final_logit_softcapping:
-            cap = self.config.final_logit_softcapping
-            logits = torch.tanh(logits / cap) * cap
-        return logits
+        return head_logits(
+            h,
+            self.norm,
+            self.embed_tokens,
+            self.lm_head,
+            last_row_only,
+            self.config.final_logit_softcapping,
+        )

@@ -30,7 +30,7 @@ from torch import nn
 
 from zoo.core.cache import KVCache
 from zoo.core.kv import KVStrategy
-from zoo.core.layers import GatedMLP
+from zoo.core.layers import GatedMLP, head_logits
 from zoo.gemma4.config import Gemma4Config
 
 
@@ -226,13 +226,11 @@ class Gemma4(nn.Module):
         for i, layer in enumerate(self.layers):
             layer_input = per_layer[:, :, i] if per_layer is not None else None
             h = layer(h, layer_input, positions, masks, step, caches)
-        if last_row_only:  # prefill: only the logits after the chunk's last token are read
-            h = h[:, -1:]
-        h = self.norm(h)
-        # A tied head reads the embedding table, unless an export layout stored its own copy.
-        tied = self.lm_head is None
-        logits = F.linear(h, self.embed_tokens.weight) if tied else self.lm_head(h)
-        if self.config.final_logit_softcapping:
-            cap = self.config.final_logit_softcapping
-            logits = torch.tanh(logits / cap) * cap
-        return logits
+        return head_logits(
+            h,
+            self.norm,
+            self.embed_tokens,
+            self.lm_head,
+            last_row_only,
+            self.config.final_logit_softcapping,
+        )

@@ -21,7 +21,7 @@ from torch import nn
 
 from zoo.core.cache import KVCache
 from zoo.core.kv import KVStrategy
-from zoo.core.layers import GatedMLP, RMSNorm
+from zoo.core.layers import GatedMLP, RMSNorm, head_logits
 from zoo.core.rope import inverse_frequencies, rope_cos_sin, rotate
 from zoo.llama.config import LlamaConfig
 
@@ -97,10 +97,4 @@ class Llama(nn.Module):
         h = self.embed_tokens(input_ids)
         for layer in self.layers:
             h = layer(h, positions, step, states)
-        if last_row_only:  # prefill: only the logits after the chunk's last token are read
-            h = h[:, -1:]
-        h = self.norm(h)
-        # A tied head reads the embedding table, unless an export layout stored its own copy.
-        if self.lm_head is None:
-            return F.linear(h, self.embed_tokens.weight)
-        return self.lm_head(h)
+        return head_logits(h, self.norm, self.embed_tokens, self.lm_head, last_row_only)
