@@ -20,6 +20,8 @@ Markers a page may hold (an HTML comment, so the raw Markdown still reads well):
                                     sources (`zoo.lab.expected.TABLES[TABLE]`)
     <!-- zoo:pivot NAME KEY "row column" "column column" "value column" -->
                                     the rows pivoted into a compact table
+    <!-- zoo:entries -->          every zoo entry from the registry (`zoo.core.entry`): its
+                                    model types, released sizes, what is verified here
     <!-- zoo:plot NAME KEY "x column" "y column" series-column -->
                                     an inline SVG line chart (log-log) of those rows
 
@@ -71,6 +73,8 @@ def on_page_markdown(markdown: str, page, config, files) -> str:
 
 
 def render_marker(kind: str, args: list[str], records_dir: Path, page: str) -> str:
+    if kind == "entries":  # the registry, not a record
+        return entries_table(records_dir, page)
     if not args:
         raise ValueError("the marker names no record")
     if kind == "expectations":  # data in zoo.lab.expected, not a record
@@ -375,6 +379,54 @@ def _load(records_dir: Path, name: str) -> dict:
             "regenerate), or `make bench` for a bench-* record"
         )
     return json.loads(path.read_text())
+
+
+def entries_table(records_dir: Path, page: str) -> str:
+    """One row per registered entry, from the registry and the records: no hand-kept list."""
+    from zoo.core.compress import PRESETS
+    from zoo.core.entry import all_entries
+    from zoo.core.kv import STRATEGIES
+    from zoo.fetch import REAL_MODELS
+    from zoo.released import released_configs
+
+    strategies = ", ".join(n for n, s in STRATEGIES.items() if s.stateful and s.chunks)
+    docs = records_dir.parent
+    rows = []
+    for name, entry in all_entries().items():
+        types = ", ".join(
+            f"`{t}`" for t in (entry.config.TEXT_TYPE, entry.config.MULTIMODAL_TYPE) if t
+        )
+        released = _load(records_dir, f"{name}-released")["results"]["rows"]
+        decodes = sum(r["outcome"] == "decodes like transformers" for r in released)
+        real = [m for m in REAL_MODELS.values() if m.entry == name]
+        quality = [m.title for m in real if (records_dir / f"quality-{m.name}.json").exists()]
+        verified = [
+            f"{decodes} of {len(released_configs(name))} released configs decode 8/8 like "
+            "transformers (tiny widths)"
+        ]
+        if real:
+            verified.append("real weights: " + ", ".join(m.title for m in real))
+        if quality:
+            verified.append("preset quality on real text: " + ", ".join(quality))
+        title = entry.title
+        if (docs / "zoo" / f"{name}.md").exists():
+            title = f"[{entry.title}]({_relative_link(page, f'zoo/{name}.md')})"
+        rows.append(
+            {
+                "entry": f"`zoo.{name}`",
+                "family": title,
+                "model_type": types,
+                "released sizes": ", ".join(released_configs(name)),
+                "presets": ", ".join(
+                    p for p, preset in PRESETS.items() if name not in dict(preset.unsupported)
+                )
+                + ", mixed:UNITS",
+                "verified on the Linux CPU runtime": "; ".join(verified),
+                "not verified": "Mac GPU / Neural Engine runs",
+            }
+        )
+    footer = f"\n\nEvery entry exports with the KV strategies {strategies}."
+    return markdown_table(rows) + footer
 
 
 def _relative_link(page: str, target: str) -> str:
