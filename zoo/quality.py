@@ -95,32 +95,37 @@ def runtime_logits(asset: str, ids: list[int]) -> np.ndarray:
 
 
 def runtime_costs(asset: str, ids: list[int], budget_s: float) -> dict:
-    """On the runtime (use `run_isolated`): the load, one `score` call timed, then the rest
-    of `ids` scored if the calls left fit in `budget_s`, and a median decode step (4 steps
-    after the text). Compressed weights cost per call here (expanded on every call), fp16
-    per row: the first call says which."""
+    """On the runtime (use `run_isolated`): the load, a decode call (1 row) and a prefill
+    call (`chunk` rows) timed, which tell a call's cost from a row's (compressed weights
+    cost per call here, expanded on every call; fp16 per row); then `ids` scored through
+    `score` if that estimate fits `budget_s`, and a median decode step after them."""
     import statistics
     import time
 
     from zoo.core.decode import Generator
 
+    def timed(feed, piece) -> float:
+        started = time.perf_counter()
+        feed(piece)
+        return time.perf_counter() - started
+
     started = time.perf_counter()
     with Generator(asset) as generator:
         loaded = time.perf_counter() - started
-        chunk = generator.spec.score_chunk
-        started = time.perf_counter()
-        generator.score(ids[:chunk])
-        call_s = time.perf_counter() - started
-        times = []
-        for token in ids[chunk : chunk + 4]:
-            started = time.perf_counter()
-            generator.feed([token])
-            times.append(time.perf_counter() - started)
-        result = {"load s": loaded, "score call s": call_s, "logits": None}
-        result["decode ms"] = 1000 * statistics.median(times)
-        if call_s * -(-len(ids) // chunk) <= budget_s:
+        spec = generator.spec
+        one = timed(generator.feed, ids[:1])
+        many = timed(generator.feed, ids[1 : 1 + spec.chunk])  # one prefill call
+        per_row = max(0.0, (many - one) / (spec.chunk - 1))
+        calls = -(-len(ids) // spec.score_chunk)
+        estimate = calls * (one - per_row) + len(ids) * per_row
+        result = {"load s": loaded, "estimated score s": estimate, "logits": None}
+        times = [timed(generator.feed, [token]) for token in ids[1 + spec.chunk :][:4]]
+        result["decode ms"] = 1000 * statistics.median([one, *times])
+        if estimate <= budget_s:
             generator.reset()
+            started = time.perf_counter()
             result["logits"] = generator.score(ids).tolist()
+            result["score s"] = time.perf_counter() - started
     return result
 
 
@@ -178,10 +183,10 @@ def quality_row(name: str, preset, directory: str | Path, ids: list[int], refere
         return {**row, "outcome": on_runtime.summary()}
     measured = on_runtime.result
     row["decode ms (runtime)"] = round(measured["decode ms"], 1)
-    row["score call s (runtime)"] = round(measured["score call s"], 1)
     if measured["logits"] is None:  # fp16 on the Linux runtime: seconds a row
-        minutes = measured["score call s"] * len(ids) / SCORE_CHUNK / 60
+        minutes = measured["estimated score s"] / 60
         return {**row, "outcome": f"eager only: the runtime needs ~{minutes:.0f} min a text"}
+    row["score s (runtime)"] = round(measured["score s"], 1)
     runtime = scores(np.asarray(measured["logits"], np.float32), ids, reference)
     return {
         **row,

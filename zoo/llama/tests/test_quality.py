@@ -16,7 +16,7 @@ from zoo.core.compress import get_preset, mixed
 from zoo.core.decode import Generator, export_model, torch_logits
 from zoo.lab.isolate import run_isolated
 from zoo.llama import load_llama
-from zoo.quality import perplexity, runtime_logits
+from zoo.quality import perplexity, runtime_costs, runtime_logits
 
 IDS = [2, 17, 33, 91, 5, 77, 12, 9, 100, 3, 44]  # two score chunks of 4, then 3 one by one
 
@@ -36,6 +36,18 @@ def test_score_returns_every_rows_logits_like_eager(scored_asset):
     want = torch_logits(model, IDS)[0].numpy()
     assert got.shape == want.shape == (len(IDS), model.config.vocab_size)
     assert np.abs(got - want).max() < 1e-4
+
+
+def test_runtime_costs_score_within_the_budget_and_skip_past_it(scored_asset):
+    asset, model = scored_asset
+    ids = IDS * 2  # 22 tokens: past the 4-row prefill probe and the 4 timed decode steps
+    scored = run_isolated(runtime_costs, str(asset), ids, 600.0, timeout=300)
+    assert scored.ok, scored.summary()
+    want = torch_logits(model, ids)[0].numpy()
+    assert np.abs(np.asarray(scored.result["logits"]) - want).max() < 1e-4
+    assert scored.result["decode ms"] > 0 and scored.result["estimated score s"] > 0
+    skipped = run_isolated(runtime_costs, str(asset), ids, 0.0, timeout=300)
+    assert skipped.ok and skipped.result["logits"] is None
 
 
 def test_an_asset_without_score_says_how_to_get_one(assets):
