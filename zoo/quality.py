@@ -130,14 +130,22 @@ def runtime_costs(asset: str, ids: list[int], budget_s: float) -> dict:
 
 
 def scores(logits: np.ndarray, ids: list[int], reference: np.ndarray) -> dict:
+    """Perplexity, KL and top-1 against `reference`; None where the logits are not all
+    finite (an overflow has no perplexity: JSON has no NaN)."""
     from zoo.core.compress import quality
 
+    if not np.isfinite(logits).all():
+        return {"perplexity": None, "KL": None, "top-1": None}
     against = quality(reference, logits)
     return {
         "perplexity": perplexity(logits, ids),
         "KL": against["KL (nats)"],
         "top-1": against["top-1 agreement"],
     }
+
+
+def _rounded(value: float | None, digits: int) -> float | None:
+    return None if value is None else round(value, digits)
 
 
 def quality_row(name: str, preset, directory: str | Path, ids: list[int], reference) -> dict:
@@ -176,8 +184,9 @@ def quality_row(name: str, preset, directory: str | Path, ids: list[int], refere
         "export s": round(export_s, 1),
     }
     eager = scores(eager_logits(name, preset, ids), ids, reference)
-    row["perplexity (eager)"] = round(eager["perplexity"], 3)
-    row["KL vs fp32 (eager)"] = round(eager["KL"], 5)
+    row["perplexity (eager)"] = _rounded(eager["perplexity"], 3)
+    row["KL vs fp32 (eager)"] = _rounded(eager["KL"], 5)
+    finite = "" if eager["perplexity"] is not None else "; eager logits not finite"
     on_runtime = run_isolated(runtime_costs, str(path), ids, BUDGET_S, timeout=4 * BUDGET_S)
     if not on_runtime.ok:
         return {**row, "outcome": on_runtime.summary()}
@@ -185,15 +194,18 @@ def quality_row(name: str, preset, directory: str | Path, ids: list[int], refere
     row["decode ms (runtime)"] = round(measured["decode ms"], 1)
     if measured["logits"] is None:  # fp16 on the Linux runtime: seconds a row
         minutes = measured["estimated score s"] / 60
-        return {**row, "outcome": f"eager only: the runtime needs ~{minutes:.0f} min a text"}
+        return {
+            **row,
+            "outcome": f"eager only: the runtime needs ~{minutes:.0f} min a text{finite}",
+        }
     row["score s (runtime)"] = round(measured["score s"], 1)
     runtime = scores(np.asarray(measured["logits"], np.float32), ids, reference)
     return {
         **row,
-        "perplexity (runtime)": round(runtime["perplexity"], 3),
-        "KL vs fp32 (runtime)": round(runtime["KL"], 5),
-        "top-1 vs fp32 (runtime)": round(runtime["top-1"], 4),
-        "outcome": "scored on the runtime",
+        "perplexity (runtime)": _rounded(runtime["perplexity"], 3),
+        "KL vs fp32 (runtime)": _rounded(runtime["KL"], 5),
+        "top-1 vs fp32 (runtime)": _rounded(runtime["top-1"], 4),
+        "outcome": "scored on the runtime" + finite,
         **({"detail": preset.detail} if preset.detail else {}),
     }
 
