@@ -149,3 +149,21 @@ def test_library_source_is_shown_by_name_verbatim(tmp_path):
     for wrong in ("zoo.gemma4.model.Attention.backward", "zoo.nowhere.thing"):
         with pytest.raises(PluginError, match="zoo:source"):
             on_page_markdown(f"<!-- zoo:source {wrong} -->\n", _Page, config, None)
+
+
+def test_a_value_not_measured_shows_as_a_dash_and_stays_off_the_plot(tmp_path):
+    rows = [
+        {"preset": "fp32", "bits": 32.0, "perplexity": 45.4},
+        {"preset": "fp16", "bits": 16.0, "perplexity": None},  # overflowed: no perplexity
+        {"preset": "int8", "bits": 8.0, "perplexity": 45.9},
+    ]
+    records = tmp_path / "records"
+    write_record(records, "quality-x", {"rows": rows})
+    table = render_marker("table", ["quality-x", "rows"], records, "guides/x.md")
+    assert "| fp16 | 16 | — |" in table
+    plot = render_marker(
+        "plot", ["quality-x", "rows", "bits", "perplexity", "preset"], records, "x.md"
+    )
+    assert ">fp32<" in plot and ">int8<" in plot and ">fp16<" not in plot
+    with pytest.raises(ValueError, match="no rows with both"):
+        render_marker("plot", ["quality-x", "rows", "bits", "missing", "preset"], records, "x.md")

@@ -286,9 +286,11 @@ PALETTE = [
 
 
 def line_chart(rows: list[dict], x_key: str, y_key: str, series_key: str) -> str:
-    """A small log-log SVG line chart; text and axes take the page's colour (dark mode)."""
+    """A small log-log SVG line chart; text and axes take the page's colour (dark mode).
+    Rows without a value for x or y (null: e.g. an overflow has no perplexity) are left out."""
+    rows = [row for row in rows if row.get(x_key) is not None and row.get(y_key) is not None]
     if not rows:
-        raise ValueError("the record has no rows to plot")
+        raise ValueError(f"the record has no rows with both {x_key!r} and {y_key!r} to plot")
     series: dict[str, list[tuple[float, float]]] = {}
     for row in rows:
         series.setdefault(str(row[series_key]), []).append((float(row[x_key]), float(row[y_key])))
@@ -362,8 +364,8 @@ def markdown_table(rows: list[dict]) -> str:
 
 
 def _cell(value) -> str:
-    if value is None:
-        return ""
+    if value is None:  # not measured: the row's outcome says why
+        return "—"
     if isinstance(value, float):
         return f"{value:.3g}" if abs(value) < 1e-2 or abs(value) >= 1e4 else f"{value:g}"
     if isinstance(value, list):

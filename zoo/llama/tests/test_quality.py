@@ -16,7 +16,7 @@ from zoo.core.compress import get_preset, mixed
 from zoo.core.decode import Generator, export_model, torch_logits
 from zoo.lab.isolate import run_isolated
 from zoo.llama import load_llama
-from zoo.quality import perplexity, runtime_costs, runtime_logits
+from zoo.quality import perplexity, runtime_costs, runtime_logits, targets
 
 IDS = [2, 17, 33, 91, 5, 77, 12, 9, 100, 3, 44]  # two score chunks of 4, then 3 one by one
 
@@ -66,6 +66,35 @@ def test_perplexity_follows_its_definition():
     half = np.zeros((4, vocab))
     half[:, 0] = math.log(vocab - 1)  # token 0 holds half the mass; ids never say 0
     assert perplexity(half, ids) == pytest.approx(2 * (vocab - 1), rel=1e-6)
+
+
+def test_targets_are_judged_from_the_rows():
+    def row(preset, bits, runtime, eager):
+        return {
+            "preset": preset,
+            "bits per weight": bits,
+            "perplexity (runtime)": runtime,
+            "perplexity (eager)": eager,
+        }
+
+    rows = [
+        row("fp32", 32.0, 50.0, 50.1),
+        row("fp16", 16.0, None, None),  # not finite: no perplexity, judged on nothing
+        row("int8", 8.0, 50.6, 50.6),
+        row("int4-block32", 4.0, 60.0, 60.0),
+        row("mixed:embed_tokens", 4.9, 54.0, 54.0),
+    ]
+    judged = {t["target"]: t for t in targets({"rows": rows})}
+    assert judged["int8 perplexity within 1% of fp32"] == {
+        "target": "int8 perplexity within 1% of fp32",
+        "measured": "+1.20%",
+        "met": "no",
+    }
+    assert judged["mixed at <= 5 bits per weight"]["met"] == "yes"
+    assert judged["mixed perplexity at most +10% over fp32"]["measured"] == "+8.00%"
+    assert judged["mixed below int4-block32"]["met"] == "yes"
+    gap = judged["runtime and eager perplexity of one asset within 0.5%"]
+    assert gap["met"] == "yes" and gap["measured"].startswith("largest gap 0.200% (fp32;")
 
 
 def test_bits_per_weight_of_each_preset(checkpoints):
