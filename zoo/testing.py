@@ -19,7 +19,11 @@ CACHE_ENV = "ZOO_RESULT_CACHE"
 
 
 # The layouts the zoo tests export: this platform's default and the model as authored.
-TEST_LAYOUTS = {"default": {}, "as-authored": {"weights": "linear", "keys": "bhtd"}}
+TEST_LAYOUTS = {
+    "default": {},
+    "as-authored": {"weights": "linear", "keys": "bhtd"},
+    "ranges": {"layers_per_function": 1},  # one function per layer (zoo.core.ranges)
+}
 
 
 class ExportedAssets(dict):
@@ -134,6 +138,34 @@ def check_runtime_greedy(
     )
     detail = f"runtime {outcome.result}, transformers {want}" if outcome.ok else outcome.detail
     assert problem is None, f"{problem}: {detail} (expectation: {want_outcome.source})"
+
+
+def runtime_feed_logits(asset: str, pieces: list[list[int]]) -> list[list[float]]:
+    """The logits after each piece fed in turn (run it with `run_isolated`)."""
+    from zoo.core.decode import Generator
+
+    with Generator(asset) as generator:
+        return [generator.feed(piece).tolist() for piece in pieces]
+
+
+def check_ranges_compute_the_same(assets: ExportedAssets, variant: str, strategy: str) -> None:
+    """The asset exported as one function per layer computes what the one-function asset
+    computes: prefill pipelined over the ranges (three chunks at once), then single steps."""
+    import numpy as np
+
+    from zoo.core.decode import DecodeSpec
+    from zoo.lab.isolate import run_isolated
+
+    ranged, whole = assets[variant, strategy, "ranges"], assets[variant, strategy]
+    spec = DecodeSpec.of_asset(ranged)
+    assert spec.function_names("prefill") == [f"prefill_{i}" for i in range(len(spec.ranges))]
+    assert len(spec.ranges) > 1, "the tiny model should have two layers or more"
+    chunk = spec.chunk
+    pieces = [[(7 * i + 3) % 97 + 1 for i in range(3 * chunk + 1)], [5], [9, 11]]
+    got = run_isolated(runtime_feed_logits, str(ranged), pieces, timeout=300)
+    want = run_isolated(runtime_feed_logits, str(whole), pieces, timeout=300)
+    assert got.ok and want.ok, (got.summary(), want.summary())
+    assert np.abs(np.array(got.result) - np.array(want.result)).max() < 1e-5
 
 
 def pytest_addoption(parser) -> None:

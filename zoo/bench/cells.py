@@ -142,7 +142,7 @@ def bench_cell(
     try:
 
         def call_at(position: int, length: int):
-            function = generator.prefill_fn if length > 1 else generator.decode_fn
+            function = generator.functions["prefill" if length > 1 else "decode"][0]
             inputs = inputs_at(position, length)
             return lambda: function(inputs, generator.states)
 
@@ -245,7 +245,7 @@ def profile_cell(shape_name: str, workdir: str) -> dict:
         ],
     }
     with Generator(asset) as generator:
-        decode = generator.decode_fn
+        decode = generator.functions["decode"][0]
         step = inputs_at(shape.prompt, 1)
         runtime_cores = cores_busy(lambda: decode(step, generator.states))
         profiles["cores"] = [

@@ -126,6 +126,15 @@ def build_parser(model_name: str, strategies: list[str]) -> argparse.ArgumentPar
         help=f"tokens per prefill call (default: {default_chunk()} on this platform, at most "
         "the capacity; docs/performance.md#prefill-chunk-size)",
     )
+    export.add_argument(
+        "--layers-per-function",
+        type=whole_number(1),
+        default=None,
+        metavar="N",
+        help="export the decoder as layer ranges of at most N layers, one function each: "
+        "prefill runs two ranges at once here; the Neural Engine needs ~8 at most "
+        "(docs/performance.md#layer-ranges)",
+    )
     export.add_argument("--overwrite", action="store_true", help="replace an existing asset")
     export.add_argument(
         "--compress",
@@ -236,6 +245,10 @@ def _export(args, entry, export) -> int:
     if args.chunk > args.capacity:
         raise ValueError(f"--chunk {args.chunk} is longer than --capacity {args.capacity}")
     preset = get_preset(args.compress)
+    if args.layers_per_function is not None:
+        from zoo.core.ranges import check_splittable
+
+        check_splittable(entry.model)
     # room for the asset, from the checkpoint's headers, before minutes of loading
     per_weight = {"fp32": 4.0, "fp16": 2.0}.get(preset.name, 1.2)
     check_room(args.output, int(weight_count(args.checkpoint) * per_weight) + (16 << 20))
@@ -257,6 +270,12 @@ def _export(args, entry, export) -> int:
     )
     layout = resolve_layout(args.weights_layout, args.keys_layout)
     stored = preset.layout(layout)
+    if args.layers_per_function is not None:
+        from zoo.core.ranges import split_layers
+
+        ranges = split_layers(len(model.layers), args.layers_per_function)
+        layout["layers_per_function"] = args.layers_per_function
+        say(f"{len(model.layers)} layers as {len(ranges)} ranges: {ranges}")
     say(
         f"exporting prefill ({args.chunk} tokens) + decode to {args.output} "
         f"(weights {args.compress}, layout {stored['weights']}, keys {stored['keys']}) ..."

@@ -74,6 +74,9 @@ class DecodeSpec:
     sidecars: dict[str, dict] = field(default_factory=dict)
     # a third function, `score`: this many tokens in, every row's logits out (zoo.quality)
     score_chunk: int | None = None
+    # layer ranges [start, stop): each function kind exported once per range, `prefill_0`,
+    # `prefill_1`, ... (None: one function a kind, `prefill`)
+    ranges: list[list[int]] | None = None
 
     def __post_init__(self) -> None:
         # a hand-edited or damaged metadata.json must not decode silently wrong: a stop id
@@ -83,6 +86,13 @@ class DecodeSpec:
                 raise ValueError(f"stop id {token!r} is not a token id")
             if not 0 <= token < self.vocab_size:
                 raise ValueError(f"stop id {token} is outside the vocabulary")
+
+    def function_names(self, kind: str) -> list[str]:
+        """The asset's functions that make one `kind` call ("prefill", "decode", "score"),
+        in the order the host calls them."""
+        if not self.ranges:
+            return [kind]
+        return [f"{kind}_{index}" for index in range(len(self.ranges))]
 
     @classmethod
     def of_asset(cls, asset: str | os.PathLike) -> DecodeSpec:
@@ -127,28 +137,67 @@ class DecodeSpec:
 
 class FlatDecoder(torch.nn.Module):
     """A zoo decoder as torch.export and the runtime call it: flat tensors, in the order of
-    `names` (inputs, then states). The decoder itself takes them named:
+    `input_names` then `state_names`. The decoder itself takes them named:
     `forward(input_ids, positions, step, states, last_row_only)`.
 
     `last_row_only` is the prefill function: logits `[1, 1, vocab]` after the chunk's last
     token only. The host reads nothing else, and the LM head is the widest matmul of a
     decoder (Qwen3.5-0.8B's is 248,320 x 1,024): computing it for every row of a chunk cost
-    as much as the rest of the step (docs/performance.md)."""
+    as much as the rest of the step (docs/performance.md).
+
+    `layers` (start, stop) makes it one range of the decoder (`zoo.core.ranges`): the first
+    range embeds `input_ids`, the others take the previous range's `hidden` `[1, T, width]`;
+    the last ends with the head (`logits`), the others return `hidden_out`; each holds the
+    states of its own layers only."""
 
     def __init__(
-        self, model: torch.nn.Module, spec: DecodeSpec, last_row_only: bool = False
+        self,
+        model: torch.nn.Module,
+        spec: DecodeSpec,
+        last_row_only: bool = False,
+        layers: Sequence[int] | None = None,
     ) -> None:
         super().__init__()
-        self.model, self.last_row_only = model, last_row_only
+        self.model, self.spec, self.last_row_only = model, spec, last_row_only
         self.input_names = list(example_inputs(spec, 1)[0])
         self.state_names = list(spec.state_shapes)
+        self.output = "logits"
+        self.layers = None
+        if layers is not None:
+            from zoo.core.ranges import check_splittable
+
+            check_splittable(model)
+            start, stop = self.layers = tuple(layers)
+            self.state_names = list(model.layer_state_shapes(start, stop))
+            if start > 0:
+                self.input_names = ["hidden", *self.input_names[1:]]
+            if stop < len(model.layers):
+                self.output = "hidden_out"  # a name used once per function
+
+    def example_inputs(self, length: int) -> tuple[dict, tuple[torch.Tensor, ...]]:
+        """Zero inputs (named) and the forward arguments of one call of `length` tokens."""
+        inputs = example_inputs(self.spec, length)[0]
+        if "hidden" in self.input_names:
+            width = self.model.config.hidden_size
+            inputs = {"hidden": np.zeros((1, length, width), np.float32), **inputs}
+        inputs = {name: inputs[name] for name in self.input_names}
+        states = (torch.zeros(self.spec.state_shapes[name]) for name in self.state_names)
+        return inputs, (*(torch.from_numpy(v) for v in inputs.values()), *states)
 
     def forward(self, *tensors: torch.Tensor) -> torch.Tensor:
-        names = self.input_names + self.state_names
-        named = dict(zip(names, tensors, strict=True))
+        named = dict(zip(self.input_names + self.state_names, tensors, strict=True))
         states = {name: named.pop(name) for name in self.state_names}
-        input_ids, positions = named.pop("input_ids"), named.pop("positions")
-        return self.model(input_ids, positions, named, states, last_row_only=self.last_row_only)
+        positions = named.pop("positions")
+        if self.layers is None:
+            input_ids = named.pop("input_ids")
+            return self.model(input_ids, positions, named, states, last_row_only=self.last_row_only)
+        start, stop = self.layers
+        h = named.pop("hidden") if start > 0 else self.model.embed(named.pop("input_ids"))
+        for layer in self.model.layers[start:stop]:
+            h = layer(h, positions, named, states)
+        if stop < len(self.model.layers):
+            return h
+        return self.model.head(h, self.last_row_only)
 
 
 def export_decoder(
@@ -182,14 +231,15 @@ def export_decoder(
     if spec.score_chunk is not None:
         functions.append(("score", spec.score_chunk))
     entries = []
-    for name, length in functions:
-        inputs, arguments = example_inputs(spec, length)
-        module = FlatDecoder(model, spec, last_row_only=name == "prefill")
-        entry = EntryPoint(
-            name, module, arguments, list(inputs), ["logits"], list(spec.state_shapes)
-        )
-        entry.program_pass = program_pass
-        entries.append(entry)
+    for kind, length in functions:
+        for name, layers in zip(spec.function_names(kind), spec.ranges or [None], strict=True):
+            module = FlatDecoder(model, spec, last_row_only=kind == "prefill", layers=layers)
+            inputs, arguments = module.example_inputs(length)
+            entry = EntryPoint(
+                name, module, arguments, list(inputs), [module.output], module.state_names
+            )
+            entry.program_pass = program_pass
+            entries.append(entry)
     sources = getattr(model, "sidecars", {})
     files = {spec.sidecars[name]["file"]: sources[name].write for name in spec.sidecars}
     files.update(extra_files or {})
@@ -248,6 +298,7 @@ def export_model(
     keys: str = "auto",
     compress: str | Preset = "fp32",
     score_chunk: int | None = None,
+    layers_per_function: int | None = None,
 ) -> Path:
     """Export a loaded zoo decoder (`zoo.<model>.load_<model>`) as prefill + decode.
 
@@ -258,6 +309,9 @@ def export_model(
     platform's default); the model is re-stored in place and computes the same logits.
     `compress` names a `zoo.core.compress` preset for the stored weights. `score_chunk`
     adds a `score` function returning every row's logits (`Generator.score`, `zoo.quality`).
+    `layers_per_function` exports each function as consecutive layer ranges of at most that
+    many layers (`zoo.core.ranges`: prefill with two calls in flight; the Neural Engine's
+    chunks).
     """
     from zoo.core.compress import get_preset
 
@@ -280,6 +334,11 @@ def export_model(
     spec = decode_spec(model, chunk, source.name if source is not None else None)
     spec.compression, spec.compression_detail = preset.name, preset.detail
     spec.score_chunk = score_chunk
+    if layers_per_function is not None:
+        from zoo.core.ranges import check_splittable, split_layers
+
+        check_splittable(model)
+        spec.ranges = split_layers(len(model.layers), layers_per_function)
     return export_decoder(
         preset.apply(model),
         spec,
@@ -345,15 +404,20 @@ class Generator:
     def __init__(self, asset: str | os.PathLike, compute_unit: str | None = None) -> None:
         self.spec = DecodeSpec.of_asset(asset)
         self.model = Model.load(asset, compute_unit)
-        self.prefill_fn = self.model.function("prefill")
-        self.decode_fn = self.model.function("decode")
-        self.score_fn = self.model.function("score") if self.spec.score_chunk else None
+        # each kind of call: one function, or one per layer range (zoo.core.ranges)
+        self.functions = {
+            kind: [self.model.function(name) for name in self.spec.function_names(kind)]
+            for kind in ("prefill", "decode", "score")
+            if kind != "score" or self.spec.score_chunk
+        }
         self.sidecars = self.spec.open_sidecars(asset)  # rows looked up per token
         self.reset()
 
     def reset(self) -> None:
         """Forget the context: fresh zeroed states."""
-        self.states = self.prefill_fn.new_states()
+        self.states = {}
+        for function in self.functions["prefill"]:
+            self.states.update(function.new_states())
         self.position = 0
 
     def _fitting(self, ids: Sequence[int], context: int, advice: str) -> list[int]:
@@ -370,41 +434,75 @@ class Generator:
         return ids
 
     def feed(self, ids: Sequence[int]) -> np.ndarray:
-        """Append tokens to the context; returns the logits after the last one."""
+        """Append tokens to the context; returns the logits after the last one. Whole chunks
+        go through prefill (pipelined over layer ranges), the rest one token at a time."""
         ids = self._fitting(ids, self.spec.capacity, "export with a larger --capacity")
         chunk = self.spec.chunk
-        logits = None
-        while ids:
-            # Whole chunks through prefill; the rest, and anything past the end, one by one.
-            if len(ids) >= chunk and self.position + chunk <= self.spec.capacity:
-                piece, function = ids[:chunk], self.prefill_fn
-            else:
-                piece, function = ids[:1], self.decode_fn
-            logits = self._call(function, piece)[0, -1].astype(np.float32)
-            ids = ids[len(piece) :]
-        return logits
+        whole = min(len(ids), self.spec.capacity - self.position) // chunk
+        pieces = [ids[i * chunk : (i + 1) * chunk] for i in range(whole)]
+        logits = self._prefill(pieces) if pieces else None
+        for token in ids[whole * chunk :]:  # the rest, and anything past the end
+            logits = self._call("decode", [token])
+        return logits[0, -1].astype(np.float32)
 
-    def _call(self, function, piece: list[int]) -> np.ndarray:
-        """One call of `function` on `piece` at the current position: its logits."""
+    def _inputs(self, function, piece: list[int], position: int, hidden=None) -> dict:
+        """What `function` declares, for `piece` at `position` (`hidden`: a later range's)."""
         ids_array = np.array([piece], np.int32)
         inputs = {
             "input_ids": ids_array,
-            **self.spec.host_inputs(self.position, len(piece)),
+            **self.spec.host_inputs(position, len(piece)),
             **self.spec.token_inputs(ids_array, self.sidecars),
         }
+        if hidden is not None:
+            inputs["hidden"] = hidden
         # Masks go in the dtype the function declares (fp16 for an fp16 export).
-        inputs = {
+        return {
             name: value.astype(function.inputs[name][1]) if value.dtype.kind == "f" else value
             for name, value in inputs.items()
+            if name in function.inputs
         }
-        logits = function(inputs, self.states)["logits"]
+
+    def _start(self, function, piece: list[int], position: int, hidden=None):
+        states = {name: self.states[name] for name in function.state_names}
+        return function.start(self._inputs(function, piece, position, hidden), states)
+
+    def _call(self, kind: str, piece: list[int]) -> np.ndarray:
+        """One `kind` call on `piece` at the current position, range after range: logits."""
+        hidden = None
+        for function in self.functions[kind]:
+            outputs = self._start(function, piece, self.position, hidden).result()
+            hidden = outputs.get("hidden_out")
         self.position += len(piece)
-        return logits
+        return outputs["logits"]
+
+    def _prefill(self, pieces: list[list[int]]) -> np.ndarray:
+        """Whole chunks through prefill: the logits after the last. With layer ranges, the
+        calls of one wave run together: range r of chunk k beside range r + 1 of chunk
+        k - 1 (each range's states see one call at a time, in chunk order)."""
+        functions = self.functions["prefill"]
+        chunk = self.spec.chunk
+        carried: list = [None] * len(pieces)  # each chunk's hidden state, then its logits
+        for wave in range(len(pieces) + len(functions) - 1):
+            first = max(0, wave - len(functions) + 1)
+            calls = [
+                (
+                    k,
+                    self._start(
+                        functions[wave - k], pieces[k], self.position + k * chunk, carried[k]
+                    ),
+                )
+                for k in range(first, min(wave, len(pieces) - 1) + 1)
+            ]
+            for k, call in calls:
+                outputs = call.result()
+                carried[k] = outputs.get("hidden_out", outputs.get("logits"))
+        self.position += chunk * len(pieces)
+        return carried[-1]
 
     def score(self, ids: Sequence[int]) -> np.ndarray:
         """Append tokens to the context; returns the logits after each of them `[T, vocab]`
         (row i scores the token after ids[i]). Needs an asset exported with `score_chunk`."""
-        if self.score_fn is None:
+        if "score" not in self.functions:
             raise ValueError(
                 "this asset has no score function: export it with score_chunk=N "
                 "(zoo.core.decode.export_model) to read every row's logits"
@@ -413,13 +511,10 @@ class Generator:
         rows = []
         chunk = self.spec.score_chunk
         while ids:
-            if len(ids) >= chunk:
-                piece, function = ids[:chunk], self.score_fn
-            else:
-                piece, function = ids[:1], self.decode_fn
-            rows.append(self._call(function, piece)[0].astype(np.float32))
+            piece = ids[:chunk] if len(ids) >= chunk else ids[:1]
+            rows.append(self._call("score" if len(piece) == chunk else "decode", piece)[0])
             ids = ids[len(piece) :]
-        return np.concatenate(rows)
+        return np.concatenate(rows).astype(np.float32)
 
     def generate(
         self,

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import concurrent.futures
 import gc
 import os
 import sys
@@ -96,7 +97,14 @@ class _LoopThread:
         if not self.thread.is_alive():  # at interpreter exit: waiting would hang forever
             coroutine.close()
             raise RuntimeError("the runtime's event loop has stopped (interpreter exiting?)")
-        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result()
+        return self.start(coroutine).result()
+
+    def start(self, coroutine) -> concurrent.futures.Future:
+        """The call in flight: the runtime runs calls started together at the same time."""
+        if not self.thread.is_alive():
+            coroutine.close()
+            raise RuntimeError("the runtime's event loop has stopped (interpreter exiting?)")
+        return asyncio.run_coroutine_threadsafe(coroutine, self.loop)
 
     def stop(self) -> None:
         if self.thread.is_alive():
@@ -256,6 +264,15 @@ class Function:
         inputs: Mapping[str, Any] | None = None,
         states: Mapping[str, NDArray] | None = None,
     ) -> dict[str, np.ndarray]:
+        return self.start(inputs, states).result()
+
+    def start(
+        self,
+        inputs: Mapping[str, Any] | None = None,
+        states: Mapping[str, NDArray] | None = None,
+    ) -> _Call:
+        """Start a call and return at once; `.result()` waits for its outputs. Calls in
+        flight together run at the same time (each on a thread of the runtime's own)."""
         inputs = dict(inputs or {})
         states = dict(states or {})
         _check_names(self.name, "input", inputs, self.input_names)
@@ -278,20 +295,31 @@ class Function:
         if capacity is not None and "in_step" in arrays:
             # A write index past the cache runs and writes nothing: refuse it instead.
             step = np.asarray(inputs["in_step"])
-            length = np.asarray(inputs["input_ids"]).shape[-1] if "input_ids" in inputs else 1
+            rows = inputs.get("positions", inputs.get("input_ids"))  # a range: no ids
+            length = np.asarray(rows).shape[-1] if rows is not None else 1
             if step.size and not (0 <= int(step.min()) and int(step.max()) + length <= capacity):
                 raise RuntimeInputError(
                     f"{self.name}: in_step {step.tolist()} with {length} token(s) is outside "
                     f"the cache of {capacity} positions"
                 )
-        outputs = self.model._loop.run(self._function(inputs=arrays, state=states))
-        return {name: np.array(value.numpy()) for name, value in outputs.items()}
+        return _Call(self.model._loop.start(self._function(inputs=arrays, state=states)))
 
     def __repr__(self) -> str:
         return (
             f"Function({self.name!r}, inputs={self.inputs}, states={self.states}, "
             f"outputs={self.output_names})"
         )
+
+
+class _Call:
+    """A runtime call in flight (`Function.start`)."""
+
+    def __init__(self, future: concurrent.futures.Future) -> None:
+        self.future = future
+
+    def result(self) -> dict[str, np.ndarray]:
+        outputs = self.future.result()
+        return {name: np.array(value.numpy()) for name, value in outputs.items()}
 
 
 def states_to_numpy(states: Mapping[str, NDArray]) -> dict[str, np.ndarray]:

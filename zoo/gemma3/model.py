@@ -112,12 +112,17 @@ class Gemma3(nn.Module):
 
     def state_shapes(self) -> dict[str, tuple[int, ...]]:
         """The exported functions' states: each layer's key and value cache."""
-        return {n: s for layer in self.layers for n, s in layer.self_attn.cache.shapes().items()}
+        return self.layer_state_shapes(0, len(self.layers))
 
-    def forward(self, input_ids, positions, step: dict, states: dict, last_row_only=False):
-        h = self.embed_tokens(input_ids) * self.config.hidden_size**0.5
-        for layer in self.layers:
-            h = layer(h, positions, step, states)
+    def layer_state_shapes(self, start: int, stop: int) -> dict[str, tuple[int, ...]]:
+        """The states of layers [start, stop) (a layer range, `zoo.core.ranges`)."""
+        layers = self.layers[start:stop]
+        return {n: s for layer in layers for n, s in layer.self_attn.cache.shapes().items()}
+
+    def embed(self, input_ids: torch.Tensor) -> torch.Tensor:
+        return self.embed_tokens(input_ids) * self.config.hidden_size**0.5
+
+    def head(self, h: torch.Tensor, last_row_only: bool = False) -> torch.Tensor:
         return head_logits(
             h,
             self.norm,
@@ -126,3 +131,9 @@ class Gemma3(nn.Module):
             last_row_only,
             self.config.final_logit_softcapping,
         )
+
+    def forward(self, input_ids, positions, step: dict, states: dict, last_row_only=False):
+        h = self.embed(input_ids)
+        for layer in self.layers:
+            h = layer(h, positions, step, states)
+        return self.head(h, last_row_only)

@@ -17,7 +17,11 @@ import torch
 from zoo.core.checkpoint import UnsupportedConfig
 from zoo.core.decode import torch_logits
 from zoo.llama import ENTRY, load_llama, reference_model
-from zoo.testing import check_cli_export_and_generate, check_runtime_greedy
+from zoo.testing import (
+    check_cli_export_and_generate,
+    check_ranges_compute_the_same,
+    check_runtime_greedy,
+)
 
 from .conftest import CHUNK
 
@@ -74,3 +78,10 @@ def test_unsupported_configs_are_refused_by_name(checkpoints, tmp_path):
 
 def test_cli_export_and_generate(checkpoints, tmp_path):
     check_cli_export_and_generate("llama", checkpoints["default"], tmp_path)
+
+
+@pytest.mark.parametrize("strategy", ["runtime-index", "input-mask-blend"])
+def test_layer_ranges_decode_like_transformers_and_like_one_function(checkpoints, assets, strategy):
+    """One function per layer (`--layers-per-function 1`), prefill pipelined over them."""
+    check_runtime_greedy("llama", checkpoints, assets, "default", strategy, PROMPT, layout="ranges")
+    check_ranges_compute_the_same(assets, "default", strategy)

@@ -18,7 +18,11 @@ from zoo.core.checkpoint import CheckpointError
 from zoo.core.decode import ContextFullError, Generator
 from zoo.core.layout import default_layout
 from zoo.qwen3_5 import UnsupportedConfig, load_qwen3_5, reference_model, torch_logits
-from zoo.testing import check_cli_export_and_generate, check_runtime_greedy
+from zoo.testing import (
+    check_cli_export_and_generate,
+    check_ranges_compute_the_same,
+    check_runtime_greedy,
+)
 
 from .conftest import CAPACITY, CHUNK
 
@@ -49,7 +53,7 @@ def test_the_as_authored_layout_decodes_the_same(checkpoints, assets):
 
 def test_four_kinds_of_state(assets):
     with Generator(assets["4-layer", "input-mask-blend"]) as generator:
-        states = generator.decode_fn.states
+        states = generator.functions["decode"][0].states
     assert sorted(states) == sorted(
         [
             "conv_state_0",
@@ -107,3 +111,12 @@ def test_sampling_stop_tokens_and_a_full_context(assets):
 
 def test_cli(checkpoints, tmp_path):
     check_cli_export_and_generate("qwen3_5", checkpoints["4-layer"], tmp_path)
+
+
+@pytest.mark.parametrize("strategy", ["runtime-index", "input-mask-blend"])
+def test_layer_ranges_decode_like_transformers_and_like_one_function(checkpoints, assets, strategy):
+    """One function per layer (`--layers-per-function 1`), prefill pipelined over them."""
+    check_runtime_greedy(
+        "qwen3_5", checkpoints, assets, "4-layer", strategy, PROMPT, layout="ranges"
+    )
+    check_ranges_compute_the_same(assets, "4-layer", strategy)

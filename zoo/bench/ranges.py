@@ -1,0 +1,145 @@
+"""`python -m zoo.bench.ranges`: prefill with the decoder exported as layer ranges.
+
+For each shape, prefill chunk (16, 64) and number of ranges (1, 2, 4), one cell in a
+process of its own (`run_isolated`): the decoder at the shape's widths (random weights:
+speed does not depend on them) exported with `zoo.core.ranges`, then on the Core AI
+runtime through `Generator.feed` (two calls in flight during prefill) and, in the same
+process, the one-function decoder in torch eager:
+
+- prefill tok/s: a 512-token prompt read in whole chunks (runtime; eager the same chunks),
+- first token ms at 16 / 64 / 512 prompt tokens (chunks, then single steps, then the pick),
+- the median decode step after the prompt (decode stays sequential: one sequence's steps
+  depend on each other),
+- the CPU cores the prefill kept busy.
+
+`--record DIR` writes `bench-ranges.json`. Not a test: minutes of exports, timings.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import math
+import os
+import shutil
+import sys
+import tempfile
+import time
+from dataclasses import replace
+
+import numpy as np
+
+RANGES = (1, 2, 4)
+CHUNKS = (16, 64)
+PROMPTS = (16, 64, 512)
+SHAPE_NAMES = ("smollm2-135m", "gemma3-270m")
+
+
+def say(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def ranges_cell(shape_name: str, ranges: int, chunk: int, workdir: str) -> dict:
+    """Export and time one cell (run it with `run_isolated`)."""
+    from zoo.bench.cells import _eager_first_token, _inputs
+    from zoo.bench.measure import cores_busy, median_seconds
+    from zoo.bench.shapes import ALL_SHAPES, build_decoder
+    from zoo.core.decode import Generator, decode_spec, export_decoder
+    from zoo.core.layout import apply_layout, default_layout
+    from zoo.core.ranges import split_layers
+
+    shape = replace(ALL_SHAPES[shape_name], chunk=chunk, first_token_prompts=PROMPTS)
+    strategy = shape.strategies[0]
+    model = build_decoder(shape, strategy)
+    apply_layout(model, **default_layout())
+    spec = decode_spec(model, chunk)
+    layers = len(model.layers)
+    if ranges > 1:
+        spec.ranges = split_layers(layers, math.ceil(layers / ranges))
+    asset = os.path.join(workdir, f"{shape_name}-{ranges}-{chunk}.aimodel")
+    started = time.perf_counter()
+    export_decoder(model, spec, asset, overwrite=True)
+    export_s = time.perf_counter() - started
+    inputs_at, prompt = _inputs(shape, spec)
+    eager = {n: _eager_first_token(model, spec, inputs_at, n) for n in PROMPTS}
+    del model
+    gc.collect()
+    try:
+        with Generator(asset) as generator:
+
+            def first_token(n: int) -> float:
+                generator.reset()
+                started = time.perf_counter()
+                int(np.argmax(generator.feed(prompt[:n])))
+                return time.perf_counter() - started
+
+            first_token(chunk)  # warm up every function
+            runtime = {
+                n: median_seconds(lambda n=n: first_token(n), 1 if n > 64 else 3) for n in PROMPTS
+            }
+            generator.reset()
+            cores = cores_busy(lambda: (generator.reset(), generator.feed(prompt[:512])), repeats=1)
+            steps = []
+            for token in prompt[:8]:
+                started = time.perf_counter()
+                generator.feed([token])
+                steps.append(time.perf_counter() - started)
+    finally:
+        shutil.rmtree(asset, ignore_errors=True)
+    longest = max(PROMPTS)
+    return {
+        "shape": shape_name,
+        "chunk": chunk,
+        "ranges": ranges,
+        "layers per range": ", ".join(str(b - a) for a, b in spec.ranges or [[0, layers]]),
+        "prefill tok/s": round(longest / runtime[longest], 1),
+        "eager prefill tok/s": round(longest / eager[longest], 1),
+        "prefill runtime / eager": round(eager[longest] / runtime[longest], 2),
+        **{f"first token ms ({n})": round(runtime[n] * 1e3, 1) for n in PROMPTS},
+        **{f"eager first token ms ({n})": round(eager[n] * 1e3, 1) for n in PROMPTS},
+        "first token (64) runtime / eager": round(runtime[64] / eager[64], 2),
+        "decode ms": round(float(np.median(steps)) * 1e3, 1),
+        "cores busy (prefill)": round(cores, 2),
+        "export s": round(export_s),
+        "series": f"{shape_name}, chunk {chunk}",
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    from zoo.lab.isolate import run_isolated
+
+    parser = argparse.ArgumentParser(prog="python -m zoo.bench.ranges", description=__doc__)
+    parser.add_argument("--shapes", default=",".join(SHAPE_NAMES))
+    parser.add_argument("--ranges", default=",".join(map(str, RANGES)))
+    parser.add_argument("--chunks", default=",".join(map(str, CHUNKS)))
+    parser.add_argument("--record", metavar="DIR", help="write bench-ranges.json there")
+    args = parser.parse_args(argv)
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="zoo-bench-ranges-") as workdir:
+        for shape in args.shapes.split(","):
+            for chunk in map(int, args.chunks.split(",")):
+                for ranges in map(int, args.ranges.split(",")):
+                    say(f"{shape}: chunk {chunk}, {ranges} range(s) ...")
+                    outcome = run_isolated(ranges_cell, shape, ranges, chunk, workdir, timeout=1800)
+                    if not outcome.ok:
+                        say(f"  {outcome.summary()}")
+                        rows.append(
+                            {
+                                "shape": shape,
+                                "chunk": chunk,
+                                "ranges": ranges,
+                                "outcome": outcome.summary(),
+                            }
+                        )
+                        continue
+                    rows.append({**outcome.result, "outcome": "ran"})
+                    say(f"  {rows[-1]}")
+    if args.record:
+        from zoo.site.records import write_record
+
+        print(write_record(args.record, "bench-ranges", {"rows": rows}))
+    return 0 if all(row["outcome"] == "ran" for row in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

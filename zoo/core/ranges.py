@@ -1,0 +1,41 @@
+"""A decoder exported as consecutive layer ranges, and prefill with two calls in flight.
+
+One runtime call runs on one thread of this CPU runtime, and two calls in flight run at
+the same time (FACTS.md, December 2026). So an asset whose decoder is split into ranges
+(`export_model(..., layers_per_function=N)`: functions `prefill_0`, `prefill_1`, ... each
+owning the states of its layers) lets the host run range r of chunk k while range r + 1 of
+chunk k - 1 runs (`Generator.feed`). It computes what one function computes: each range's
+states are touched by one call at a time, in the order of the chunks.
+
+The same split is what a Mac's Neural Engine needs: a whole decoder does not compile there
+in one piece (seed 000: Gemma 4 E2B's 35 layers ran out of memory in the first ANE compile;
+chunks of at most ~8 layers do), which this project cannot run here.
+
+A decoder splits if it has `embed(input_ids)`, `layers` called as
+`layer(h, positions, step, states)`, `head(h, last_row_only)` and
+`layer_state_shapes(start, stop)`.
+"""
+
+from __future__ import annotations
+
+from torch import nn
+
+
+def split_layers(layers: int, per_function: int) -> list[list[int]]:
+    """`[start, stop)` ranges of at most `per_function` layers, as even as possible."""
+    if isinstance(per_function, bool) or not isinstance(per_function, int) or per_function < 1:
+        raise ValueError(f"layers per function must be a whole number >= 1, got {per_function!r}")
+    count = -(-layers // per_function)
+    bounds = [round(i * layers / count) for i in range(count + 1)]
+    return [[start, stop] for start, stop in zip(bounds, bounds[1:], strict=False)]
+
+
+def check_splittable(model: nn.Module | type) -> None:
+    """Refuse a decoder (or its class) whose layers do not chain through one hidden state."""
+    needed = ("embed", "head", "layer_state_shapes")
+    missing = [name for name in needed if not hasattr(model, name)]
+    if missing:
+        raise ValueError(
+            f"{model.name}: layer ranges are not exported for this entry yet (it has no "
+            f"{', '.join(missing)}): export it without --layers-per-function"
+        )

@@ -1,0 +1,31 @@
+"""Layer ranges (zoo.core.ranges): how a decoder is cut, and which entries can be."""
+
+from __future__ import annotations
+
+import pytest
+
+from zoo.core.entry import get_entry
+from zoo.core.ranges import check_splittable, split_layers
+
+
+def test_ranges_cover_every_layer_once_and_hold_at_most_n():
+    for layers in (1, 2, 18, 30, 35):
+        for per_function in (1, 2, 7, 8, 40):
+            ranges = split_layers(layers, per_function)
+            assert [start for start, _ in ranges] == [0] + [stop for _, stop in ranges[:-1]]
+            assert ranges[-1][1] == layers
+            assert all(0 < stop - start <= per_function for start, stop in ranges)
+    assert split_layers(35, 8) == [[0, 7], [7, 14], [14, 21], [21, 28], [28, 35]]
+
+
+@pytest.mark.parametrize("bad", [0, -1, 2.5, True, "8"])
+def test_a_range_size_that_is_not_a_whole_number_is_refused(bad):
+    with pytest.raises(ValueError, match="whole number >= 1"):
+        split_layers(30, bad)
+
+
+def test_entries_that_cannot_be_cut_say_so_by_name():
+    for name in ("llama", "gemma3", "qwen3_5"):
+        check_splittable(get_entry(name).model)
+    with pytest.raises(ValueError, match="gemma4: layer ranges are not exported"):
+        check_splittable(get_entry("gemma4").model)
