@@ -344,6 +344,16 @@ def code_key() -> str:
     return digest.hexdigest()[:12]
 
 
+def stale_assets(assets: Path, stem: str, current: Path) -> list[Path]:
+    """Assets of these options under an older code key: `STEM-KEY.aimodel`, never another
+    option's (`...-256-score64-KEY` also starts with `...-256-`)."""
+    return [
+        stale
+        for stale in assets.glob(f"{stem}-*.aimodel")
+        if stale != current and stale.name[len(stem) + 1 : -len(".aimodel")].isalnum()
+    ]
+
+
 def exported(
     name: str,
     compress: str = "fp32",
@@ -351,13 +361,14 @@ def exported(
     root: str | os.PathLike | None = None,
     progress: Callable = say,
     score_chunk: int | None = 64,
+    layers_per_function: int | None = None,
 ) -> Path:
     """Real model `name` fetched and exported with the `compress` preset (default strategy,
     layout and prefill chunk), once per zoo version: the asset is kept under the cache's
     `assets/` keyed by `code_key()`, and an older key's asset of the same options goes.
     The tests and the pages share it; an export takes 1 to 3 minutes. It has the `score`
     function (`score_chunk` rows, every row's logits: `zoo.quality`) unless
-    `score_chunk=None`."""
+    `score_chunk=None`; `layers_per_function` exports layer ranges (`zoo.core.ranges`)."""
     from zoo.core.decode import export_model
     from zoo.core.entry import get_entry
     from zoo.core.layout import default_chunk
@@ -366,6 +377,7 @@ def exported(
     checkpoint = fetch(name, root, progress)
     assets = (Path(root) if root is not None else cache_root()) / "assets"
     stem = f"{name}-{compress}-{capacity}" + (f"-score{score_chunk}" if score_chunk else "")
+    stem += f"-ranges{layers_per_function}" if layers_per_function else ""
     path = assets / f"{stem}-{code_key()}.aimodel"
     assets.mkdir(parents=True, exist_ok=True)
     with _locked(assets / f".{stem}.lock"):
@@ -381,11 +393,11 @@ def exported(
                 checkpoint=checkpoint,
                 compress=compress,
                 score_chunk=score_chunk,
+                layers_per_function=layers_per_function,
             )
             progress(f"exported {path.name} in {time.perf_counter() - started:.0f} s")
-            for stale in assets.glob(f"{stem}-*.aimodel"):
-                if stale != path:
-                    shutil.rmtree(stale, ignore_errors=True)
+            for stale in stale_assets(assets, stem, path):
+                shutil.rmtree(stale, ignore_errors=True)
     return path
 
 

@@ -39,8 +39,11 @@ def say(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-def ranges_cell(shape_name: str, ranges: int, chunk: int, workdir: str) -> dict:
-    """Export and time one cell (run it with `run_isolated`)."""
+def ranges_cell(
+    shape_name: str, ranges: int, chunk: int, workdir: str, prompts: tuple[int, ...] = PROMPTS
+) -> dict:
+    """Export and time one cell (run it with `run_isolated`); the longest of `prompts`
+    gives prefill tok/s."""
     from zoo.bench.cells import _eager_first_token, _inputs
     from zoo.bench.measure import cores_busy, median_seconds
     from zoo.bench.shapes import ALL_SHAPES, build_decoder
@@ -48,7 +51,7 @@ def ranges_cell(shape_name: str, ranges: int, chunk: int, workdir: str) -> dict:
     from zoo.core.layout import apply_layout, default_layout
     from zoo.core.ranges import split_layers
 
-    shape = replace(ALL_SHAPES[shape_name], chunk=chunk, first_token_prompts=PROMPTS)
+    shape = replace(ALL_SHAPES[shape_name], chunk=chunk, first_token_prompts=tuple(prompts))
     strategy = shape.strategies[0]
     model = build_decoder(shape, strategy)
     apply_layout(model, **default_layout())
@@ -61,7 +64,7 @@ def ranges_cell(shape_name: str, ranges: int, chunk: int, workdir: str) -> dict:
     export_decoder(model, spec, asset, overwrite=True)
     export_s = time.perf_counter() - started
     inputs_at, prompt = _inputs(shape, spec)
-    eager = {n: _eager_first_token(model, spec, inputs_at, n) for n in PROMPTS}
+    eager = {n: _eager_first_token(model, spec, inputs_at, n) for n in prompts}
     del model
     gc.collect()
     try:
@@ -73,12 +76,15 @@ def ranges_cell(shape_name: str, ranges: int, chunk: int, workdir: str) -> dict:
                 int(np.argmax(generator.feed(prompt[:n])))
                 return time.perf_counter() - started
 
+            longest = max(prompts)
             first_token(chunk)  # warm up every function
             runtime = {
-                n: median_seconds(lambda n=n: first_token(n), 1 if n > 64 else 3) for n in PROMPTS
+                n: median_seconds(lambda n=n: first_token(n), 1 if n > 64 else 3) for n in prompts
             }
             generator.reset()
-            cores = cores_busy(lambda: (generator.reset(), generator.feed(prompt[:512])), repeats=1)
+            cores = cores_busy(
+                lambda: (generator.reset(), generator.feed(prompt[:longest])), repeats=1
+            )
             steps = []
             for token in prompt[:8]:
                 started = time.perf_counter()
@@ -86,7 +92,6 @@ def ranges_cell(shape_name: str, ranges: int, chunk: int, workdir: str) -> dict:
                 steps.append(time.perf_counter() - started)
     finally:
         shutil.rmtree(asset, ignore_errors=True)
-    longest = max(PROMPTS)
     return {
         "shape": shape_name,
         "chunk": chunk,
@@ -95,9 +100,9 @@ def ranges_cell(shape_name: str, ranges: int, chunk: int, workdir: str) -> dict:
         "prefill tok/s": round(longest / runtime[longest], 1),
         "eager prefill tok/s": round(longest / eager[longest], 1),
         "prefill runtime / eager": round(eager[longest] / runtime[longest], 2),
-        **{f"first token ms ({n})": round(runtime[n] * 1e3, 1) for n in PROMPTS},
-        **{f"eager first token ms ({n})": round(eager[n] * 1e3, 1) for n in PROMPTS},
-        "first token (64) runtime / eager": round(runtime[64] / eager[64], 2),
+        **{f"first token ms ({n})": round(runtime[n] * 1e3, 1) for n in prompts},
+        **{f"eager first token ms ({n})": round(eager[n] * 1e3, 1) for n in prompts},
+        **{f"first token runtime / eager ({n})": round(runtime[n] / eager[n], 2) for n in prompts},
         "decode ms": round(float(np.median(steps)) * 1e3, 1),
         "cores busy (prefill)": round(cores, 2),
         "export s": round(export_s),

