@@ -2,7 +2,7 @@
 
 import sys
 
-from zoo.core.cli import main
+from zoo.core.command import main
 
 if __name__ == "__main__":
     sys.exit(main())
