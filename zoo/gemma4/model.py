@@ -226,6 +226,9 @@ class Gemma4(nn.Module):
         for i, layer in enumerate(self.layers):
             layer_input = per_layer[:, :, i] if per_layer is not None else None
             h = layer(h, layer_input, positions, masks, step, caches)
+        return self.head(h, last_row_only)
+
+    def head(self, h: torch.Tensor, last_row_only: bool = False) -> torch.Tensor:
         return head_logits(
             h,
             self.norm,
