@@ -12,7 +12,7 @@ import threading
 import pytest
 from playwright.sync_api import sync_playwright
 
-from zoo.site.harness import nav_pages, site_config
+from zoo.site.harness import nav_pages, page_url, site_config
 
 CHROMIUM_FLAGS = [
     "--no-sandbox",
@@ -23,11 +23,7 @@ CHROMIUM_FLAGS = [
     "--disable-sync",
     "--disable-quic",
 ]
-# every page of the nav, at its built URL ("guides/x.md" -> "guides/x/")
-PAGES = [
-    "" if p == "index.md" else p.removesuffix(".md").removesuffix(".ipynb") + "/"
-    for p in nav_pages(site_config())
-]
+PAGES = [page_url(p) for p in nav_pages(site_config())]
 
 
 def chromium_path() -> str:
@@ -107,13 +103,11 @@ def test_strict_build_passes_without_warnings(built_site):
 
 
 def test_llms_txt_lists_every_page_and_the_full_text_has_the_code(built_site):
-    from zoo.site.harness import nav_pages, site_config
-
     index = (built_site / "llms.txt").read_text()
     for page in nav_pages(site_config()):
         if page.endswith(".md"):
-            url = "" if page == "index.md" else page.removesuffix(".md") + "/"
-            assert f"({_site_url()}{url}index.md)" in index, f"{page} is missing from llms.txt"
+            link = f"({_site_url()}{page_url(page)}index.md)"
+            assert link in index, f"{page} is missing from llms.txt"
     full = (built_site / "llms-full.txt").read_text()
     assert "from zoo.gemma4 import" in full and "--compress int4-block32" in full
 

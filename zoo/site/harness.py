@@ -101,6 +101,15 @@ def nav_pages(config) -> list[str]:
     return pages
 
 
+def page_url(page: str) -> str:
+    """A page's built URL relative to the site ("index.md" -> "", "zoo/index.md" -> "zoo/",
+    "guides/x.md" -> "guides/x/"), the way mkdocs' directory URLs place it."""
+    stem = page.removesuffix(".md").removesuffix(".ipynb")
+    if stem == "index" or stem.endswith("/index"):
+        return stem.removesuffix("index")
+    return stem + "/"
+
+
 def _markdown(config) -> markdown.Markdown:
     return markdown.Markdown(
         extensions=config["markdown_extensions"], extension_configs=config["mdx_configs"]
