@@ -1,7 +1,8 @@
 """Released config.json files (as published), scaled down to tiny widths:
 each decodes like transformers on the Core AI runtime, or is refused.
 
-Run: python snippets/released_configs.py [--record DIR]   (every size)
+Run: python snippets/released_configs.py [--record DIR [--model NAME]]
+     (with --record: every size of every model, or of one model)
 """
 
 # --8<-- [start:scale]
@@ -39,12 +40,15 @@ if __name__ == "__main__" and "--record" in sys.argv:
     from zoo.site.records import write_record
 
     directory = sys.argv[sys.argv.index("--record") + 1]
+    models = MODELS
+    if "--model" in sys.argv:
+        models = (sys.argv[sys.argv.index("--model") + 1],)
     workdir = Path(tempfile.mkdtemp())
-    cases = [(m, name) for m in MODELS for name in released_configs(m)]
+    cases = [(m, name) for m in models for name in released_configs(m)]
     # each row runs in processes of its own: two at a time on two cores
     with ThreadPoolExecutor(2) as pool:
         rows = list(pool.map(lambda c: released_row(*c, workdir), cases))
-    for model in MODELS:
+    for model in models:
         mine = [row for row in rows if row["model"] == model]
         path = write_record(directory, f"{model}-released", {"rows": mine})
         print(f"wrote {path}")

@@ -31,10 +31,10 @@ GENERATORS: dict[str, tuple[str, list[str]]] = {
     "toy-hybrid": ("snippets/toy_hybrid.py", []),
     "qwen3_5-states": ("snippets/qwen3_5_quickstart.py", []),
     "qwen3_5-parity": ("snippets/qwen3_5_quickstart.py", []),
-    "gemma4-released": ("snippets/released_configs.py", []),
-    "qwen3_5-released": ("snippets/released_configs.py", []),
-    "llama-released": ("snippets/released_configs.py", []),
-    "gemma3-released": ("snippets/released_configs.py", []),
+    **{
+        f"{model}-released": ("snippets/released_configs.py", ["--model", model])
+        for model in ("gemma4", "qwen3_5", "llama", "gemma3", "qwen3")
+    },
     "compression": ("snippets/compression.py", []),
     "compression-profile": ("snippets/compression_profile.py", []),
     # real weights (zoo.fetch): texts, and what each preset costs (exports, minutes)

@@ -64,6 +64,8 @@ def test_every_released_size_has_a_fixture():
         assert f"Llama-{size}-Instruct" in names
     for size in ("270m", "1b-it", "4b-it", "12b-it", "27b-it"):
         assert f"gemma-3-{size}" in names
+    for size in ("0.6B", "1.7B", "4B", "8B", "14B", "32B"):
+        assert f"Qwen3-{size}" in names
 
 
 def test_scale_down_keeps_every_key_and_its_spelling():
@@ -89,18 +91,7 @@ def hf_text_config(raw: dict):
 def test_our_reader_agrees_with_transformers_config_classes(model, name):
     raw = scale_down(json.loads(released_configs(model)[name].read_text()))
     theirs = hf_text_config(raw)
-    same = []
-    if model in ("llama", "gemma3"):
-        ours = get_entry(model).config.from_dict(raw)
-        theirs_rope, ours_rope = theirs.rope_parameters, ours.rope_parameters
-        if model == "llama":  # one RoPE for every layer; Gemma 3 has one per layer kind
-            theirs_rope, ours_rope = {"all": theirs_rope}, {"all": ours_rope}
-        for kind, rope in theirs_rope.items():
-            assert {k: v for k, v in rope.items() if v is not None} == ours_rope[kind], kind
-        same = ["head_dim", "num_key_value_heads"]
-        if model == "gemma3":
-            same += ["sliding_window", "layer_types", "query_pre_attn_scalar"]
-    elif model == "gemma4":
+    if model == "gemma4":
         ours = Gemma4Config.from_dict(raw)
         for layer in range(ours.num_hidden_layers):
             their_layer = theirs.per_layer_config[layer]  # a config per layer
@@ -108,11 +99,21 @@ def test_our_reader_agrees_with_transformers_config_classes(model, name):
             assert ours.layer_kv_heads(layer) == their_layer.num_key_value_heads
         assert ours.kv_sharing_modes() == theirs.kv_sharing_modes
         same = ["sliding_window", "hidden_size_per_layer_input", "attention_k_eq_v"]
-    else:
+    elif model == "qwen3_5":
         ours = Qwen3_5Config.from_dict(raw)
         for key in ("rope_type", "rope_theta", "partial_rotary_factor"):
             assert ours.rope_parameters[key] == theirs.rope_parameters[key]
         same = ["head_dim", "linear_num_key_heads", "linear_num_value_heads"]
+    else:  # the plain decoders: one RoPE (Llama, Qwen3) or one per layer kind (Gemma 3)
+        ours = get_entry(model).config.from_dict(raw)
+        theirs_rope, ours_rope = theirs.rope_parameters, ours.rope_parameters
+        if "rope_type" in ours_rope:
+            theirs_rope, ours_rope = {"all": theirs_rope}, {"all": ours_rope}
+        for kind, rope in theirs_rope.items():
+            assert {k: v for k, v in rope.items() if v is not None} == ours_rope[kind], kind
+        same = ["head_dim", "num_key_value_heads"]
+        if model == "gemma3":
+            same += ["sliding_window", "layer_types", "query_pre_attn_scalar"]
     for key in ["num_hidden_layers", "hidden_size", *same]:
         assert getattr(ours, key) == getattr(theirs, key), key
     top = transformers.AutoConfig.for_model(**raw)

@@ -1,0 +1,69 @@
+"""Qwen3 dense text-decoder configuration (0.6B to 32B), read from a checkpoint's config.json.
+
+Field names and defaults follow transformers 5.23 `Qwen3Config`. Released files spell RoPE
+as `rope_theta` + `rope_scaling: null` (transformers 5 re-saves it as `rope_parameters`);
+both are read. Every release sets `use_sliding_window: false` (all layers full attention)
+while still carrying `sliding_window` / `max_window_layers`: those two are read and unused.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from zoo.core.checkpoint import DecoderConfig, UnsupportedConfig
+from zoo.core.rope import rope_parameters
+
+
+@dataclass
+class Qwen3Config(DecoderConfig):
+    TEXT_TYPE, FAMILY = "qwen3", "Qwen3"
+    REFUSED_MODEL_TYPES = {
+        "qwen3_moe": "the mixture-of-experts Qwen3 sizes (30B-A3B, 235B-A22B) are not "
+        "implemented by this entry"
+    }
+
+    vocab_size: int = 151_936
+    hidden_size: int = 4096
+    intermediate_size: int = 22_016
+    num_hidden_layers: int = 32
+    num_attention_heads: int = 32
+    num_key_value_heads: int | None = 32
+    head_dim: int = 128  # set by every release: not hidden_size / heads (0.6B: 16 x 128)
+    hidden_act: str = "silu"
+    rms_norm_eps: float = 1e-6
+    rope_parameters: dict | None = None
+    rope_scaling: dict | None = None  # the released spelling, folded into rope_parameters
+    rope_theta: float | None = None
+    attention_bias: bool = False
+    use_sliding_window: bool = False
+    sliding_window: int | None = 4096
+    max_window_layers: int = 28
+    layer_types: list[str] | None = None
+    tie_word_embeddings: bool = False
+    bos_token_id: int | None = None
+    eos_token_id: int | list[int] | None = None
+    pad_token_id: int | None = None
+    stop_token_ids: list[int] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if self.num_key_value_heads is None:
+            self.num_key_value_heads = self.num_attention_heads
+        theta = 10_000.0 if self.rope_theta is None else self.rope_theta
+        self.rope_parameters = rope_parameters(self.rope_parameters, self.rope_scaling, theta)
+        if not self.stop_token_ids:
+            eos = self.eos_token_id
+            self.stop_token_ids = [eos] if isinstance(eos, int) else list(eos or [])
+        unsupported = []
+        if self.hidden_act != "silu":
+            unsupported.append(f"hidden_act={self.hidden_act!r}")
+        sliding = [t for t in self.layer_types or [] if t != "full_attention"]
+        if self.use_sliding_window or sliding:
+            unsupported.append("sliding-window layers (use_sliding_window=true)")
+        if self.num_attention_heads % self.num_key_value_heads:
+            unsupported.append(
+                f"{self.num_attention_heads} query heads over {self.num_key_value_heads} KV heads"
+            )
+        if unsupported:
+            raise UnsupportedConfig(
+                "this Qwen3 entry does not implement: " + "; ".join(unsupported)
+            )

@@ -1,0 +1,111 @@
+"""The Qwen3 dense text decoder (0.6B to 32B), re-authored for Core AI.
+
+It computes what transformers 5.23 `Qwen3ForCausalLM` computes (the parity tests hold it
+to that). Every attention layer writes its keys and values into a cache state through the
+KV strategy the model was built with (`zoo.core.kv`); the host passes the masks.
+
+Qwen3 is the Llama decoder (`zoo.llama`) with one change where it matters for export:
+- qk-norm: q and k are RMS-normed per head (a learned weight of `head_dim`) after their
+  projections and before RoPE, which keeps attention logits in range without biases
+  (Qwen2 had q/k/v biases instead; Qwen3 has none unless `attention_bias`);
+- `head_dim` is set, not derived: 0.6B has 16 heads of 128 over a hidden size of 1024, so
+  the attention width (2048) is twice the hidden size;
+- RoPE base 1e6 on the whole head, a SiLU gated MLP, the head tied up to 4B, untied above.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from zoo.core.cache import KVCache
+from zoo.core.kv import KVStrategy
+from zoo.core.layers import GatedMLP, RMSNorm, head_logits
+from zoo.core.rope import inverse_frequencies, rope_cos_sin, rotate
+from zoo.qwen3.config import Qwen3Config
+
+
+class Attention(nn.Module):
+    def __init__(self, config: Qwen3Config, layer: int, strategy: KVStrategy, capacity: int):
+        super().__init__()
+        self.heads, self.kv_heads = config.num_attention_heads, config.num_key_value_heads
+        self.head_dim, hidden, bias = config.head_dim, config.hidden_size, config.attention_bias
+        self.cache = KVCache(strategy, layer, self.kv_heads, capacity, self.head_dim)
+        self.q_proj = nn.Linear(hidden, self.heads * self.head_dim, bias=bias)
+        self.k_proj = nn.Linear(hidden, self.kv_heads * self.head_dim, bias=bias)
+        self.v_proj = nn.Linear(hidden, self.kv_heads * self.head_dim, bias=bias)
+        self.o_proj = nn.Linear(self.heads * self.head_dim, hidden, bias=bias)
+        self.q_norm = RMSNorm(self.head_dim, config.rms_norm_eps)
+        self.k_norm = RMSNorm(self.head_dim, config.rms_norm_eps)
+        inv_freq = inverse_frequencies(self.head_dim, config.rope_parameters)
+        self.register_buffer("inv_freq", inv_freq, persistent=False)
+
+    def forward(self, x, positions, step, states: dict) -> torch.Tensor:
+        batch, length, _ = x.shape
+        cos, sin = rope_cos_sin(positions, self.inv_freq)
+        # [B, T, heads, D]: normed per head, then heads first for RoPE and the cache
+        q = self.q_norm(self.q_proj(x).reshape(batch, length, self.heads, self.head_dim))
+        k = self.k_norm(self.k_proj(x).reshape(batch, length, self.kv_heads, self.head_dim))
+        v = self.v_proj(x).reshape(batch, length, self.kv_heads, self.head_dim).transpose(1, 2)
+        keys, values = self.cache.write(states, rotate(k.transpose(1, 2), cos, sin), v, step)
+        q = rotate(q.transpose(1, 2), cos, sin)
+        out = self.cache.attend(q, keys, values, step["attn_mask"])
+        return self.o_proj(out.transpose(1, 2).reshape(batch, length, -1))
+
+
+class DecoderLayer(nn.Module):
+    def __init__(self, config: Qwen3Config, layer: int, strategy: KVStrategy, capacity: int):
+        super().__init__()
+        hidden, eps = config.hidden_size, config.rms_norm_eps
+        self.self_attn = Attention(config, layer, strategy, capacity)
+        self.mlp = GatedMLP(hidden, config.intermediate_size, F.silu)
+        self.input_layernorm = RMSNorm(hidden, eps)
+        self.post_attention_layernorm = RMSNorm(hidden, eps)
+
+    def forward(self, h, positions, step, states: dict) -> torch.Tensor:
+        h = h + self.self_attn(self.input_layernorm(h), positions, step, states)
+        return h + self.mlp(self.post_attention_layernorm(h))
+
+
+class Qwen3(nn.Module):
+    """`forward(input_ids, positions, step, states) -> logits`, as `zoo.llama.Llama`:
+    `step` holds the KV strategy's inputs by name, `states` each layer's key and value
+    caches (`state_shapes()`)."""
+
+    name = "qwen3"  # the zoo entry, recorded in the asset's DecodeSpec
+
+    def __init__(self, config: Qwen3Config, strategy: KVStrategy, capacity: int) -> None:
+        super().__init__()
+        strategy.check_serves("Qwen3")
+        self.config, self.strategy, self.capacity = config, strategy, capacity
+        self.embed_tokens = nn.Embedding(config.vocab_size, config.hidden_size)
+        self.layers = nn.ModuleList(
+            DecoderLayer(config, i, strategy, capacity) for i in range(config.num_hidden_layers)
+        )
+        self.norm = RMSNorm(config.hidden_size, config.rms_norm_eps)
+        self.lm_head = (
+            None
+            if config.tie_word_embeddings
+            else nn.Linear(config.hidden_size, config.vocab_size, bias=False)
+        )
+
+    def state_shapes(self) -> dict[str, tuple[int, ...]]:
+        return self.layer_state_shapes(0, len(self.layers))
+
+    def layer_state_shapes(self, start: int, stop: int) -> dict[str, tuple[int, ...]]:
+        """The states of layers [start, stop) (a layer range, `zoo.core.ranges`)."""
+        layers = self.layers[start:stop]
+        return {n: s for layer in layers for n, s in layer.self_attn.cache.shapes().items()}
+
+    def embed(self, input_ids: torch.Tensor) -> torch.Tensor:
+        return self.embed_tokens(input_ids)
+
+    def head(self, h: torch.Tensor, last_row_only: bool = False) -> torch.Tensor:
+        return head_logits(h, self.norm, self.embed_tokens, self.lm_head, last_row_only)
+
+    def forward(self, input_ids, positions, step: dict, states: dict, last_row_only=False):
+        h = self.embed(input_ids)
+        for layer in self.layers:
+            h = layer(h, positions, step, states)
+        return self.head(h, last_row_only)
