@@ -2,15 +2,21 @@
 the states of its own layers; prefill runs two ranges at once.
 
 Run: python snippets/layer_ranges.py
+     (writes ./tiny-llama-8/ and two .aimodel assets beside it)
 """
 
 # --8<-- [start:export]
-from zoo.fetch import exported
+from zoo.core.decode import export_model
+from zoo.llama import load_llama, make_tiny_checkpoint
 
-name = "smollm2-135m-instruct"
-# SmolLM2-135M's 30 layers as four functions of at most 8 layers each
-ranged = exported(name, layers_per_function=8, score_chunk=None)
-whole = exported(name)  # the same model as one function
+# a tiny random Llama of 8 layers as four ranges of 2 (SmolLM2-135M's 30
+# layers with layers_per_function=8 are four ranges: 8, 8, 8 and 6)
+checkpoint = make_tiny_checkpoint("tiny-llama-8", num_hidden_layers=8)
+model = load_llama(checkpoint, capacity=64)
+ranged = export_model(
+    model, "ranges.aimodel", chunk=4, layers_per_function=2, overwrite=True
+)
+whole = export_model(model, "whole.aimodel", chunk=4, overwrite=True)
 # --8<-- [end:export]
 
 # --8<-- [start:run]
@@ -19,11 +25,11 @@ import numpy as np
 from zoo.core.decode import DecodeSpec
 from zoo.core.ranges import prefill_logits
 from zoo.lab.isolate import run_isolated
-from zoo.quality import SCORED, text_ids
 
 spec = DecodeSpec.of_asset(ranged)
 print(f"ranges {spec.ranges}, prefill chunk {spec.chunk}")
-ids = text_ids(name, SCORED, tokens=3 * spec.chunk)  # three chunks in a row
+rng = np.random.default_rng(0)
+ids = [int(i) for i in rng.integers(0, 128, 3 * spec.chunk)]  # 3 chunks
 # each asset on the runtime in a process of its own (a crash is an outcome)
 a = run_isolated(prefill_logits, str(ranged), ids, timeout=600).result
 b = run_isolated(prefill_logits, str(whole), ids, timeout=600).result

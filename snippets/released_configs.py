@@ -34,7 +34,8 @@ assert row["logits max abs error (runtime)"] < 1e-4
 import sys
 
 if __name__ == "__main__" and "--record" in sys.argv:
-    from concurrent.futures import ThreadPoolExecutor
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
 
     from zoo.released import MODELS
     from zoo.site.records import write_record
@@ -45,9 +46,12 @@ if __name__ == "__main__" and "--record" in sys.argv:
         models = (sys.argv[sys.argv.index("--model") + 1],)
     workdir = Path(tempfile.mkdtemp())
     cases = [(m, name) for m in models for name in released_configs(m)]
-    # each row runs in processes of its own: two at a time on two cores
-    with ThreadPoolExecutor(2) as pool:
-        rows = list(pool.map(lambda c: released_row(*c, workdir), cases))
+    # two worker processes on two cores, each row seeded on its own
+    spawn = multiprocessing.get_context("spawn")
+    by_model, names = zip(*cases, strict=True)
+    workdirs = [workdir] * len(cases)
+    with ProcessPoolExecutor(2, mp_context=spawn) as pool:
+        rows = list(pool.map(released_row, by_model, names, workdirs))
     for model in models:
         mine = [row for row in rows if row["model"] == model]
         path = write_record(directory, f"{model}-released", {"rows": mine})

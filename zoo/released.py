@@ -96,16 +96,17 @@ def scale_down(config: dict) -> dict:
     - text-config widths become `TINY_WIDTHS` (a zero stays zero), vision and audio towers
       `TINY_TOWERS`; where the head count does not divide the tiny hidden size (9 or 24
       heads) or sets the head dim, the hidden size is heads x the tiny head dim;
-    - the layer count becomes two repeats of the attention pattern (the published
-      `layer_types` cut to that length), and Gemma 4's KV-shared layers shrink in
-      proportion while at least one repeat keeps its own KV;
+    - the layer count becomes one repeat of the attention pattern (the published
+      `layer_types` cut to that length: every layer kind, ending on full attention; at
+      least two layers), or two repeats where layers share KV (Gemma 4): the KV-shared
+      layers shrink in proportion while at least one repeat keeps its own KV;
     - token ids past the tiny vocabulary move to its top ids, in order.
     """
     config = copy.deepcopy(config)
     text = config.get("text_config", config)
     layers = text["num_hidden_layers"]
     period = _period(text)
-    kept = min(layers, 2 * period)
+    kept = min(layers, 2 * period if text.get("num_kv_shared_layers") else max(period, 2))
     text["num_hidden_layers"] = kept
     if text.get("layer_types"):
         text["layer_types"] = text["layer_types"][:kept]
@@ -165,6 +166,10 @@ def write_checkpoint(config: dict, directory: Path, seed: int = 0) -> Path:
     torch.manual_seed(seed)
     model_class = getattr(transformers, config["architectures"][0])
     model = model_class._from_config(hf_config, attn_implementation="eager")
+    with torch.no_grad():  # biases start at zero: jittered so that parity sees them (Qwen2)
+        for name, parameter in model.named_parameters():
+            if name.endswith(".bias"):
+                parameter.add_(0.1 * torch.randn_like(parameter))
     transformers.utils.logging.disable_progress_bar()
     model.eval().save_pretrained(directory)
     (directory / "config.json").write_text(json.dumps(config, indent=2))
@@ -190,13 +195,14 @@ def runtime_greedy(asset: str, prompt: list[int], new_tokens: int) -> dict:
 
 
 def released_row(model: str, name: str, workdir: str | Path) -> dict:
-    """`check_released` in a process of its own (the runtime may crash), computed once per
-    test session for the zoo tests, the recipe and its record alike."""
-    from zoo.lab.isolate import cached_call, run_isolated
+    """`check_released`, computed once per test session for the zoo tests, the recipe and
+    its record alike. It runs here (its runtime decode has a process of its own): one
+    process per row would cost more start-up than many rows' export."""
+    from zoo.lab.isolate import cached_call, run_in_process
 
     sources = sorted(ROOT.rglob("*.py")) + [released_configs(model)[name]]
     outcome = cached_call(
-        lambda: run_isolated(check_released, model, name, str(workdir), timeout=900),
+        lambda: run_in_process(check_released, model, name, str(workdir)),
         ["released", *sources, model, name],
     )
     if not outcome.ok:

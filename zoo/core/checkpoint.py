@@ -80,30 +80,36 @@ class CheckpointConfig:
 
 
 def split_config(
-    raw: dict, text_type: str, multimodal_type: str, family: str, refused: dict[str, str]
+    raw: dict,
+    text_types: tuple[str, ...],
+    multimodal_type: str | None,
+    family: str,
+    refused: dict[str, str],
 ) -> CheckpointConfig:
-    """The decoder's part of a config.json; `refused` maps model types of the same family
-    this entry does not load to why (e.g. the mixture-of-experts sizes)."""
+    """The decoder's part of a config.json; `text_types` are the model types read as this
+    decoder (the first is a text_config's default); `refused` maps model types of the same
+    family this entry does not load to why (e.g. the mixture-of-experts sizes)."""
     top, model_type = raw, raw.get("model_type")
     multimodal, text = multimodal_type is not None and model_type == multimodal_type, raw
     if multimodal:
         text = raw.get("text_config") or {}
-        model_type = text.get("model_type", text_type)
+        model_type = text.get("model_type", text_types[0])
     if model_type in refused:
         raise UnsupportedConfig(f"model_type {model_type!r}: {refused[model_type]}")
-    if model_type != text_type:
+    if model_type not in text_types:
         also = f", or {multimodal_type!r} with a text_config" if multimodal_type else ""
+        names = ", ".join(repr(t) for t in text_types)
         raise ValueError(
             f"config.json has model_type {model_type!r}; this entry loads {family} "
-            f"checkpoints ({text_type!r}{also})"
+            f"checkpoints ({names}{also})"
         )
     return CheckpointConfig(dict(text), dict(top), {}, multimodal)
 
 
 def read_checkpoint_config(
     directory: str | Path,
-    text_type: str,
-    multimodal_type: str,
+    text_types: tuple[str, ...],
+    multimodal_type: str | None,
     family: str,
     refused: dict[str, str],
 ) -> CheckpointConfig:
@@ -112,7 +118,7 @@ def read_checkpoint_config(
     if not directory.is_dir():
         raise FileNotFoundError(f"{directory} is not a directory: pass a checkpoint directory")
     raw = read_json(directory / "config.json", ": is it a checkpoint directory?")
-    config = split_config(raw, text_type, multimodal_type, family, refused)
+    config = split_config(raw, text_types, multimodal_type, family, refused)
     if (directory / "generation_config.json").exists():
         config.generation = read_json(directory / "generation_config.json")
     return config
@@ -124,6 +130,8 @@ class DecoderConfig:
     tying defaults (text config, multimodal config) as class variables."""
 
     TEXT_TYPE: ClassVar[str]
+    # other model types that are this decoder (Mistral and Qwen2 are read by zoo.llama)
+    ALSO_TEXT_TYPES: ClassVar[tuple[str, ...]] = ()
     MULTIMODAL_TYPE: ClassVar[str | None] = None  # None: a text-only family
     FAMILY: ClassVar[str]
     REFUSED_MODEL_TYPES: ClassVar[dict[str, str]] = {}
@@ -159,8 +167,15 @@ class DecoderConfig:
         return cls.from_checkpoint_config(read_checkpoint_config(directory, *cls._types()))
 
     @classmethod
+    def model_types(cls) -> tuple[str, ...]:
+        """Every config.json `model_type` this entry loads."""
+        types = (cls.TEXT_TYPE, *cls.ALSO_TEXT_TYPES, cls.MULTIMODAL_TYPE)
+        return tuple(t for t in types if t)
+
+    @classmethod
     def _types(cls) -> tuple:
-        return cls.TEXT_TYPE, cls.MULTIMODAL_TYPE, cls.FAMILY, cls.REFUSED_MODEL_TYPES
+        text_types = (cls.TEXT_TYPE, *cls.ALSO_TEXT_TYPES)
+        return text_types, cls.MULTIMODAL_TYPE, cls.FAMILY, cls.REFUSED_MODEL_TYPES
 
 
 def typed_fields(cls: type, values: dict, source: str) -> dict:

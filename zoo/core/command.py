@@ -20,7 +20,7 @@ def entry_for_checkpoint(directory: str | Path):
     model_type = config.get("model_type") if isinstance(config, dict) else None
     by_type = {}
     for entry in all_entries().values():
-        for kind in (entry.config.TEXT_TYPE, entry.config.MULTIMODAL_TYPE):
+        for kind in entry.config.model_types():
             if kind:
                 by_type[kind] = entry
     if model_type not in by_type:
@@ -46,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
         from zoo.released import released_configs
 
         for entry in all_entries().values():
-            types = "/".join(t for t in (entry.config.TEXT_TYPE, entry.config.MULTIMODAL_TYPE) if t)
+            types = "/".join(entry.config.model_types())
             sizes = ", ".join(released_configs(entry.name))
             print(f"{entry.name:8} {entry.title:9} model_type {types}: {sizes}")
         return 0

@@ -135,7 +135,28 @@ def text_beside_transformers(
     """The runtime's greedy continuation of `prompt` (through the chat template with
     `chat`) beside transformers' on the same checkpoint: both as text, cut after the
     first stop token, and how many of the `new_tokens` greedy tokens agree before the first
-    difference. The runtime runs in a process of its own (`zoo.lab.isolate`)."""
+    difference. The runtime runs in a process of its own (`zoo.lab.isolate`); in a test
+    session the row is computed once for the tests and the recipes that ask for it."""
+    from zoo.lab.isolate import cached_call, run_isolated
+
+    sources = sorted(Path(__file__).resolve().parents[1].rglob("*.py"))
+    key = ["text beside transformers", *sources, Path(asset) / "metadata.json", str(asset)]
+    outcome = cached_call(
+        lambda: run_isolated(
+            _text_beside_transformers,
+            *(str(asset), str(checkpoint), prompt, chat, new_tokens),
+            timeout=1800,
+        ),
+        [*key, str(checkpoint), prompt, chat, new_tokens],
+    )
+    if not outcome.ok:
+        raise RuntimeError(f"text beside transformers: {outcome.summary()}\n{outcome.detail}")
+    return outcome.result
+
+
+def _text_beside_transformers(
+    asset: str, checkpoint: str, prompt: str, chat: bool, new_tokens: int
+) -> dict:
     from zoo.core.decode import DecodeSpec
     from zoo.core.entry import get_entry
     from zoo.core.text import encode_prompt, load_tokenizer

@@ -262,22 +262,34 @@ def _resolve(target: dict) -> Callable[..., Any]:
     return obj
 
 
-def _child(call_path: str, result_path: str) -> int:
+def _classified_call(function: Callable[..., Any], args, kwargs) -> dict[str, Any]:
+    """`function(*args, **kwargs)` as a reply: its result, or the outcome its exception is."""
     from zoo.core.export import ExportError
 
-    call = json.loads(Path(call_path).read_text())
-    reply: dict[str, Any]
     try:
-        value = _resolve(call["target"])(*call["args"], **call["kwargs"])
-        reply = {"status": OK, "result": value}
+        return {"status": OK, "result": function(*args, **kwargs)}
     except WrongNumbers as exc:
-        reply = {"status": WRONG_NUMBERS, "detail": str(exc)}
+        return {"status": WRONG_NUMBERS, "detail": str(exc)}
     except ExportError:
-        reply = {"status": FAILED_TO_EXPORT, "detail": traceback.format_exc()[-TAIL_CHARS:]}
+        return {"status": FAILED_TO_EXPORT, "detail": traceback.format_exc()[-TAIL_CHARS:]}
     except SystemExit as exc:  # not a return value: say so, with the code it exited with
-        reply = {"status": ERROR, "detail": f"the callable called sys.exit({exc.code!r})"}
+        return {"status": ERROR, "detail": f"the callable called sys.exit({exc.code!r})"}
     except Exception:
-        reply = {"status": ERROR, "detail": traceback.format_exc()[-TAIL_CHARS:]}
+        return {"status": ERROR, "detail": traceback.format_exc()[-TAIL_CHARS:]}
+
+
+def run_in_process(function: Callable[..., Any], *args: Any, **kwargs: Any) -> Outcome:
+    """`function(*args, **kwargs)` here, its outcome classified as `run_isolated` classifies
+    a child's: for work that cannot crash the process (no runtime call of its own) and
+    that `cached_call` keeps, when a child process would only add its start-up."""
+    started = time.perf_counter()
+    reply = _classified_call(function, args, kwargs)
+    return Outcome(seconds=time.perf_counter() - started, **reply)
+
+
+def _child(call_path: str, result_path: str) -> int:
+    call = json.loads(Path(call_path).read_text())
+    reply = _classified_call(_resolve(call["target"]), call["args"], call["kwargs"])
     try:
         text = json.dumps(reply, default=_jsonable)
     except TypeError as exc:
@@ -320,10 +332,13 @@ def cached_call(run: Callable[[], Outcome], key_parts: Sequence[Any]) -> Outcome
         data = Path(part).read_bytes() if isinstance(part, Path) else repr(part).encode()
         digest.update(data + b"\0")
     path = Path(directory) / f"{digest.hexdigest()}.json"
-    if path.exists():
-        return Outcome(**json.loads(path.read_text()))
-    outcome = run()
-    tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(outcome.to_dict()))
-    os.replace(tmp, path)
-    return outcome
+    # one caller computes, a concurrent one (another xdist worker, a recipe) waits for it
+    with open(path.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if path.exists():
+            return Outcome(**json.loads(path.read_text()))
+        outcome = run()
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(outcome.to_dict()))
+        os.replace(tmp, path)
+        return outcome

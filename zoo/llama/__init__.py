@@ -41,7 +41,7 @@ TINY = TinyCheckpoint(
         ),
         "bias": dict(attention_bias=True),
     },
-    jitter=("norm",),  # transformers initialises the norms to ones
+    jitter=("norm", "bias"),  # transformers initialises norms to ones, biases to zeros
 )
 
 ENTRY = register(

@@ -1,4 +1,4 @@
-"""The Llama text decoder (SmolLM2, Llama 3.x), re-authored for Core AI.
+"""The Llama text decoder (SmolLM2, Llama 3.x; Mistral, Qwen2.5), re-authored for Core AI.
 
 It computes what transformers 5.23 `LlamaForCausalLM` computes (the parity tests hold it
 to that). Every attention layer writes its keys and values into a cache state through the
@@ -8,9 +8,12 @@ serves prefill (T tokens) and decode (T = 1).
 Llama is the plain pre-norm decoder the other entries are variations of:
 - RMSNorm `x * rsqrt(mean(x^2) + eps) * w` before attention and before the MLP;
 - grouped-query attention scaled by `1/sqrt(head_dim)`, optional q/k/v/o biases
-  (`attention_bias`), RoPE on the whole head: `default`, or `llama3` (Llama 3.1+: long
-  wavelengths stretched by `factor`) from `zoo.core.rope`;
-- a SiLU gated MLP; a head tied to the embedding (SmolLM2, Llama 3.2) or its own.
+  (`attention_bias`) or q/k/v biases alone (`qkv_bias`: Qwen2), RoPE on the whole head:
+  `default`, or `llama3` (Llama 3.1+: long wavelengths stretched by `factor`) from
+  `zoo.core.rope`;
+- a SiLU gated MLP; a head tied to the embedding (SmolLM2, Llama 3.2) or its own;
+- Mistral's sliding window: exported only where the cache fits inside it (then every key
+  is in the window, and full attention is exactly what Mistral computes).
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from zoo.core.cache import KVCache
+from zoo.core.checkpoint import UnsupportedConfig
 from zoo.core.kv import KVStrategy
 from zoo.core.layers import GatedMLP, RMSNorm, head_logits
 from zoo.core.rope import inverse_frequencies, rope_cos_sin, rotate
@@ -31,10 +35,11 @@ class Attention(nn.Module):
         super().__init__()
         self.heads, self.kv_heads = config.num_attention_heads, config.num_key_value_heads
         self.head_dim, hidden, bias = config.head_dim, config.hidden_size, config.attention_bias
+        qkv_bias = bias or config.qkv_bias
         self.cache = KVCache(strategy, layer, self.kv_heads, capacity, self.head_dim)
-        self.q_proj = nn.Linear(hidden, self.heads * self.head_dim, bias=bias)
-        self.k_proj = nn.Linear(hidden, self.kv_heads * self.head_dim, bias=bias)
-        self.v_proj = nn.Linear(hidden, self.kv_heads * self.head_dim, bias=bias)
+        self.q_proj = nn.Linear(hidden, self.heads * self.head_dim, bias=qkv_bias)
+        self.k_proj = nn.Linear(hidden, self.kv_heads * self.head_dim, bias=qkv_bias)
+        self.v_proj = nn.Linear(hidden, self.kv_heads * self.head_dim, bias=qkv_bias)
         self.o_proj = nn.Linear(self.heads * self.head_dim, hidden, bias=bias)
         inv_freq = inverse_frequencies(self.head_dim, config.rope_parameters)
         self.register_buffer("inv_freq", inv_freq, persistent=False)
@@ -77,6 +82,13 @@ class Llama(nn.Module):
     def __init__(self, config: LlamaConfig, strategy: KVStrategy, capacity: int) -> None:
         super().__init__()
         strategy.check_serves("Llama")
+        window = config.sliding_window
+        if window is not None and capacity > window:
+            raise UnsupportedConfig(
+                f"sliding_window={window} is smaller than the KV cache ({capacity} tokens): "
+                f"this entry attends to every cached key, so export with --capacity {window} "
+                "or less (then every key is inside the window)"
+            )
         self.config, self.strategy, self.capacity = config, strategy, capacity
         self.embed_tokens = nn.Embedding(config.vocab_size, config.hidden_size)
         self.layers = nn.ModuleList(

@@ -30,7 +30,7 @@ TINY = TinyCheckpoint(
         "untied": dict(tie_word_embeddings=False),
         "bias": dict(attention_bias=True),
     },
-    jitter=("norm",),  # transformers initialises the norms (q_norm, k_norm too) to ones
+    jitter=("norm", "bias"),  # initialised to ones (norms, q/k norms too) and zeros
 )
 
 ENTRY = register(

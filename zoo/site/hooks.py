@@ -395,9 +395,7 @@ def entries_table(records_dir: Path, page: str) -> str:
     docs = records_dir.parent
     rows = []
     for name, entry in all_entries().items():
-        types = ", ".join(
-            f"`{t}`" for t in (entry.config.TEXT_TYPE, entry.config.MULTIMODAL_TYPE) if t
-        )
+        types = ", ".join(f"`{t}`" for t in entry.config.model_types())
         released = _load(records_dir, f"{name}-released")["results"]["rows"]
         decodes = sum(r["outcome"] == "decodes like transformers" for r in released)
         real = [m for m in REAL_MODELS.values() if m.entry == name]

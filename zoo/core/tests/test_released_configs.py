@@ -32,6 +32,9 @@ REFUSED = {
     "Qwen3.5-35B-A3B": "mixture-of-experts",
     "Qwen3.5-122B-A10B": "mixture-of-experts",
     "Qwen3.5-397B-A17B": "mixture-of-experts",
+    # the tiny window (4) is below the tiny cache (32); the released 4096 exports with a
+    # cache of at most 4096 (docs/zoo/llama.md)
+    "Mistral-7B-v0.1": "sliding_window=4 is smaller than the KV cache",
 }
 
 
@@ -66,6 +69,10 @@ def test_every_released_size_has_a_fixture():
         assert f"gemma-3-{size}" in names
     for size in ("0.6B", "1.7B", "4B", "8B", "14B", "32B"):
         assert f"Qwen3-{size}" in names
+    for size in ("0.5B-Instruct", "1.5B-Instruct", "3B", "7B", "14B", "32B"):
+        assert f"Qwen2.5-{size}" in names
+    for name in ("7B-v0.1", "7B-Instruct-v0.2", "7B-Instruct-v0.3", "Nemo-Instruct-2407"):
+        assert f"Mistral-{name}" in names
 
 
 def test_scale_down_keeps_every_key_and_its_spelling():
@@ -111,7 +118,11 @@ def test_our_reader_agrees_with_transformers_config_classes(model, name):
             theirs_rope, ours_rope = {"all": theirs_rope}, {"all": ours_rope}
         for kind, rope in theirs_rope.items():
             assert {k: v for k, v in rope.items() if v is not None} == ours_rope[kind], kind
-        same = ["head_dim", "num_key_value_heads"]
+        derived = theirs.hidden_size // theirs.num_attention_heads  # Qwen2 has no head_dim
+        assert ours.head_dim == (getattr(theirs, "head_dim", None) or derived)
+        same = ["num_key_value_heads"]
+        if raw.get("model_type") == "mistral":
+            same += ["sliding_window"]
         if model == "gemma3":
             same += ["sliding_window", "layer_types", "query_pre_attn_scalar"]
     for key in ["num_hidden_layers", "hidden_size", *same]:

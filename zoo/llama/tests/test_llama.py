@@ -16,6 +16,7 @@ import torch
 
 from zoo.core.checkpoint import UnsupportedConfig
 from zoo.core.decode import torch_logits
+from zoo.core.kv import get_strategy
 from zoo.llama import ENTRY, load_llama, reference_model
 from zoo.testing import (
     check_cli_export_and_generate,
@@ -72,7 +73,8 @@ def test_unsupported_configs_are_refused_by_name(checkpoints, tmp_path):
         with pytest.raises(UnsupportedConfig, match=named):
             load_llama(ckpt)
     (ckpt / "config.json").write_text(json.dumps({**config, "model_type": "qwen3"}))
-    with pytest.raises(ValueError, match="model_type 'qwen3'.*Llama checkpoints \\('llama'\\)"):
+    named = "model_type 'qwen3'.*Llama checkpoints \\('llama', 'mistral', 'qwen2'\\)"
+    with pytest.raises(ValueError, match=named):
         load_llama(ckpt)
 
 
@@ -85,3 +87,31 @@ def test_layer_ranges_decode_like_transformers_and_like_one_function(checkpoints
     """One function per layer (`--layers-per-function 1`), prefill pipelined over them."""
     check_runtime_greedy("llama", checkpoints, assets, "default", strategy, PROMPT, layout="ranges")
     check_ranges_compute_the_same(assets, "default", strategy)
+
+
+def test_mistral_sliding_window_exports_while_the_cache_fits_inside_it(tmp_path):
+    """Mistral 7B v0.1 (window 4096) as released, at tiny widths with a window of 16: a
+    cache of 16 tokens computes what transformers' MistralForCausalLM computes (every key
+    is inside the window); a cache of 64 is refused by name, with what to do."""
+    import transformers
+
+    from zoo.released import released_configs, scale_down, write_checkpoint
+
+    config = scale_down(json.loads(released_configs("llama")["Mistral-7B-v0.1"].read_text()))
+    checkpoint = write_checkpoint({**config, "sliding_window": 16}, tmp_path / "mistral")
+    ours = load_llama(checkpoint, "runtime-index", 16)
+    reference = transformers.AutoModelForCausalLM.from_pretrained(
+        checkpoint, attn_implementation="eager", dtype=torch.float32
+    )  # stored in bf16 as released: both sides compute in fp32
+    with torch.no_grad():
+        want = reference.eval()(torch.tensor([PROMPT])).logits
+    assert (torch_logits(ours, PROMPT) - want).abs().max().item() < 1e-4
+    with pytest.raises(UnsupportedConfig, match="sliding_window=16 .* --capacity 16 or less"):
+        load_llama(checkpoint, "runtime-index", 64)
+
+
+def test_qwen2_biases_are_on_q_k_v_only():
+    config = ENTRY.config.from_dict({**ENTRY.tiny.text, "model_type": "qwen2"})
+    attention = ENTRY.model(config, get_strategy("runtime-index"), 16).layers[0].self_attn
+    assert [p.bias is not None for p in (attention.q_proj, attention.k_proj)] == [True, True]
+    assert attention.v_proj.bias is not None and attention.o_proj.bias is None

@@ -21,7 +21,15 @@ def test_list_names_every_entry_and_its_model_types():
     assert done.returncode == 0, done.stderr
     for name, entry in all_entries().items():
         line = next(ln for ln in done.stdout.splitlines() if ln.startswith(name + " "))
-        assert entry.config.TEXT_TYPE in line
+        assert all(kind in line for kind in entry.config.model_types()), line
+
+
+def test_mistral_and_qwen2_checkpoints_go_to_the_llama_entry(tmp_path):
+    from zoo.core.command import entry_for_checkpoint
+
+    for kind in ("llama", "mistral", "qwen2"):
+        (tmp_path / "config.json").write_text(json.dumps({"model_type": kind}))
+        assert entry_for_checkpoint(tmp_path).name == "llama"
 
 
 def test_export_picks_the_entry_from_model_type_and_generate_from_the_asset(checkpoints, tmp_path):
@@ -35,8 +43,8 @@ def test_export_picks_the_entry_from_model_type_and_generate_from_the_asset(chec
 
 
 def test_an_unknown_model_type_is_refused_with_the_entries(tmp_path):
-    (tmp_path / "config.json").write_text(json.dumps({"model_type": "mistral"}))
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "falcon"}))
     done = zoo("export", tmp_path, tmp_path / "x.aimodel")
     assert done.returncode == 2
-    assert "model_type 'mistral'" in done.stderr and "llama (zoo.llama)" in done.stderr
+    assert "model_type 'falcon'" in done.stderr and "mistral (zoo.llama)" in done.stderr
     assert not (tmp_path / "x.aimodel").exists()
