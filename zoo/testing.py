@@ -235,6 +235,20 @@ def entry_fixtures(model: str, capacity: int = 64, chunk: int = 4):
     return checkpoints, assets
 
 
+def check_logits_match_transformers(model: str, checkpoint, prompt: list[int]) -> None:
+    """The re-authored torch model's logits of `prompt` are transformers' within 1e-4."""
+    import torch
+
+    from zoo.core.decode import torch_logits
+    from zoo.core.entry import get_entry
+
+    entry = get_entry(model)
+    ours = entry.load(checkpoint, "runtime-index", 64)
+    with torch.no_grad():
+        want = entry.reference_model(checkpoint)(torch.tensor([prompt])).logits
+    assert (torch_logits(ours, prompt) - want).abs().max().item() < 1e-4
+
+
 def check_cli_export_and_generate(model: str, checkpoint, directory) -> None:
     """`python -m zoo.MODEL export` a tiny checkpoint, then `generate` 4 tokens from text."""
     import subprocess

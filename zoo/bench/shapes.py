@@ -104,6 +104,36 @@ SHAPES: dict[str, Shape] = {
         ),
         note="",  # all 18 layers (5 sliding : 1 full), tied head
     ),
+    "qwen3-0.6b": Shape(
+        "qwen3",
+        dict(
+            vocab_size=151_936,
+            hidden_size=1024,
+            intermediate_size=3072,
+            num_hidden_layers=28,
+            num_attention_heads=16,
+            num_key_value_heads=8,
+            head_dim=128,
+            rope_theta=1_000_000.0,
+            tie_word_embeddings=True,
+        ),
+        note="",  # all 28 layers, qk-norm, tied head (Qwen3-0.6B)
+    ),
+    "qwen2.5-1.5b": Shape(
+        "llama",
+        dict(
+            qkv_bias=True,  # Qwen2: biased q, k and v
+            vocab_size=151_936,
+            hidden_size=1536,
+            intermediate_size=8960,
+            num_hidden_layers=28,
+            num_attention_heads=12,
+            num_key_value_heads=2,
+            rope_theta=1_000_000.0,
+            tie_word_embeddings=True,
+        ),
+        note="",  # all 28 layers, q/k/v biases, tied head (Qwen2.5-1.5B-Instruct)
+    ),
 }
 
 # Tiny shapes: the same code path in seconds (the tests run them).

@@ -66,6 +66,59 @@ class GatedMLP(torch.nn.Module):
         return self.down_proj(self.activation(self.gate_proj(x)) * self.up_proj(x))
 
 
+class DecoderStack(torch.nn.Module):
+    """What the plain decoders (Llama, Qwen3, OLMo 2, Gemma 3) share around their layers:
+    the token embedding, the layers (each owning its KV cache as `self_attn.cache`), the
+    final norm and the head (tied to the embedding, or its own). A model subclasses it
+    with its `name` and passes its decoder layer and final norm; it overrides `embed` or
+    `head` where the family differs (Gemma's embedding scale and softcap).
+
+    `forward(input_ids, positions, step, states) -> logits`: `step` holds the KV
+    strategy's inputs by name (`strategy.step_inputs`: a write index or mask, `attn_mask`),
+    `states` the caches of `state_shapes()` by name (`zoo.core.decode.FlatDecoder`
+    flattens both for export).
+    """
+
+    name: str  # the zoo entry, recorded in the asset's DecodeSpec
+
+    def __init__(self, config, strategy, capacity: int, layer, norm, family: str) -> None:
+        super().__init__()
+        strategy.check_serves(family)
+        self.config, self.strategy, self.capacity = config, strategy, capacity
+        hidden = config.hidden_size
+        self.embed_tokens = torch.nn.Embedding(config.vocab_size, hidden)
+        self.layers = torch.nn.ModuleList(
+            layer(config, i, strategy, capacity) for i in range(config.num_hidden_layers)
+        )
+        self.norm = norm
+        self.lm_head = (
+            None
+            if config.tie_word_embeddings
+            else torch.nn.Linear(hidden, config.vocab_size, bias=False)
+        )
+
+    def state_shapes(self) -> dict[str, tuple[int, ...]]:
+        """The exported functions' states: each layer's key and value cache."""
+        return self.layer_state_shapes(0, len(self.layers))
+
+    def layer_state_shapes(self, start: int, stop: int) -> dict[str, tuple[int, ...]]:
+        """The states of layers [start, stop) (a layer range, `zoo.core.ranges`)."""
+        layers = self.layers[start:stop]
+        return {n: s for layer in layers for n, s in layer.self_attn.cache.shapes().items()}
+
+    def embed(self, input_ids: torch.Tensor) -> torch.Tensor:
+        return self.embed_tokens(input_ids)
+
+    def head(self, h: torch.Tensor, last_row_only: bool = False) -> torch.Tensor:
+        return head_logits(h, self.norm, self.embed_tokens, self.lm_head, last_row_only)
+
+    def forward(self, input_ids, positions, step: dict, states: dict, last_row_only=False):
+        h = self.embed(input_ids)
+        for layer in self.layers:
+            h = layer(h, positions, step, states)
+        return self.head(h, last_row_only)
+
+
 def head_logits(
     h: torch.Tensor,
     norm: torch.nn.Module,

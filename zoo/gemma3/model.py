@@ -25,7 +25,7 @@ from torch import nn
 
 from zoo.core.cache import KVCache
 from zoo.core.kv import KVStrategy
-from zoo.core.layers import GatedMLP, RMSNorm, head_logits
+from zoo.core.layers import DecoderStack, GatedMLP, RMSNorm, head_logits
 from zoo.core.rope import inverse_frequencies, rope_cos_sin, rotate
 from zoo.gemma3.config import Gemma3Config
 
@@ -81,59 +81,26 @@ class DecoderLayer(nn.Module):
         return h + self.post_feedforward_layernorm(self.mlp(self.pre_feedforward_layernorm(h)))
 
 
-class Gemma3(nn.Module):
-    """`forward(input_ids, positions, step, states) -> logits`.
-
-    `step` holds the KV strategy's inputs by name (write index or mask, `attn_mask` for the
-    full layers) and the `sliding_mask` of the sliding-window layers; `states` the key and
-    value caches of `state_shapes()` by name (`zoo.core.decode.FlatDecoder` flattens both).
-    """
+class Gemma3(DecoderStack):
+    """The embedding, the layers, the final norm and the head (`zoo.core.layers.DecoderStack`:
+    `forward(input_ids, positions, step, states) -> logits`); `step` also holds the
+    `sliding_mask` of the sliding-window layers. Gemma scales the embedding by
+    `sqrt(hidden_size)` and may cap the logits."""
 
     name = "gemma3"  # the zoo entry, recorded in the asset's DecodeSpec
 
     def __init__(self, config: Gemma3Config, strategy: KVStrategy, capacity: int) -> None:
-        super().__init__()
-        strategy.check_serves("Gemma 3")
-        self.config, self.strategy, self.capacity = config, strategy, capacity
-        hidden = config.hidden_size
-        self.embed_tokens = nn.Embedding(config.vocab_size, hidden)
-        self.layers = nn.ModuleList(
-            DecoderLayer(config, i, strategy, capacity) for i in range(config.num_hidden_layers)
-        )
-        self.norm = RMSNorm(hidden, config.rms_norm_eps, unit_offset=True)
-        self.lm_head = (
-            None if config.tie_word_embeddings else nn.Linear(hidden, config.vocab_size, bias=False)
-        )
+        norm = RMSNorm(config.hidden_size, config.rms_norm_eps, unit_offset=True)
+        super().__init__(config, strategy, capacity, DecoderLayer, norm, family="Gemma 3")
 
     @property
     def sliding_window(self) -> int:
         """The host builds a `sliding_mask` input of this window for the sliding layers."""
         return self.config.sliding_window
 
-    def state_shapes(self) -> dict[str, tuple[int, ...]]:
-        """The exported functions' states: each layer's key and value cache."""
-        return self.layer_state_shapes(0, len(self.layers))
-
-    def layer_state_shapes(self, start: int, stop: int) -> dict[str, tuple[int, ...]]:
-        """The states of layers [start, stop) (a layer range, `zoo.core.ranges`)."""
-        layers = self.layers[start:stop]
-        return {n: s for layer in layers for n, s in layer.self_attn.cache.shapes().items()}
-
     def embed(self, input_ids: torch.Tensor) -> torch.Tensor:
         return self.embed_tokens(input_ids) * self.config.hidden_size**0.5
 
     def head(self, h: torch.Tensor, last_row_only: bool = False) -> torch.Tensor:
-        return head_logits(
-            h,
-            self.norm,
-            self.embed_tokens,
-            self.lm_head,
-            last_row_only,
-            self.config.final_logit_softcapping,
-        )
-
-    def forward(self, input_ids, positions, step: dict, states: dict, last_row_only=False):
-        h = self.embed(input_ids)
-        for layer in self.layers:
-            h = layer(h, positions, step, states)
-        return self.head(h, last_row_only)
+        softcap = self.config.final_logit_softcapping
+        return head_logits(h, self.norm, self.embed_tokens, self.lm_head, last_row_only, softcap)

@@ -21,7 +21,7 @@ from torch import nn
 
 from zoo.core.cache import KVCache
 from zoo.core.kv import KVStrategy
-from zoo.core.layers import GatedMLP, RMSNorm, head_logits
+from zoo.core.layers import DecoderStack, GatedMLP, RMSNorm
 from zoo.core.rope import inverse_frequencies, rope_cos_sin, rotate
 from zoo.qwen3.config import Qwen3Config
 
@@ -68,44 +68,12 @@ class DecoderLayer(nn.Module):
         return h + self.mlp(self.post_attention_layernorm(h))
 
 
-class Qwen3(nn.Module):
-    """`forward(input_ids, positions, step, states) -> logits`, as `zoo.llama.Llama`:
-    `step` holds the KV strategy's inputs by name, `states` each layer's key and value
-    caches (`state_shapes()`)."""
+class Qwen3(DecoderStack):
+    """The embedding, the layers, the final norm and the head (`zoo.core.layers.DecoderStack`:
+    `forward(input_ids, positions, step, states) -> logits`)."""
 
     name = "qwen3"  # the zoo entry, recorded in the asset's DecodeSpec
 
     def __init__(self, config: Qwen3Config, strategy: KVStrategy, capacity: int) -> None:
-        super().__init__()
-        strategy.check_serves("Qwen3")
-        self.config, self.strategy, self.capacity = config, strategy, capacity
-        self.embed_tokens = nn.Embedding(config.vocab_size, config.hidden_size)
-        self.layers = nn.ModuleList(
-            DecoderLayer(config, i, strategy, capacity) for i in range(config.num_hidden_layers)
-        )
-        self.norm = RMSNorm(config.hidden_size, config.rms_norm_eps)
-        self.lm_head = (
-            None
-            if config.tie_word_embeddings
-            else nn.Linear(config.hidden_size, config.vocab_size, bias=False)
-        )
-
-    def state_shapes(self) -> dict[str, tuple[int, ...]]:
-        return self.layer_state_shapes(0, len(self.layers))
-
-    def layer_state_shapes(self, start: int, stop: int) -> dict[str, tuple[int, ...]]:
-        """The states of layers [start, stop) (a layer range, `zoo.core.ranges`)."""
-        layers = self.layers[start:stop]
-        return {n: s for layer in layers for n, s in layer.self_attn.cache.shapes().items()}
-
-    def embed(self, input_ids: torch.Tensor) -> torch.Tensor:
-        return self.embed_tokens(input_ids)
-
-    def head(self, h: torch.Tensor, last_row_only: bool = False) -> torch.Tensor:
-        return head_logits(h, self.norm, self.embed_tokens, self.lm_head, last_row_only)
-
-    def forward(self, input_ids, positions, step: dict, states: dict, last_row_only=False):
-        h = self.embed(input_ids)
-        for layer in self.layers:
-            h = layer(h, positions, step, states)
-        return self.head(h, last_row_only)
+        norm = RMSNorm(config.hidden_size, config.rms_norm_eps)
+        super().__init__(config, strategy, capacity, DecoderLayer, norm, family="Qwen3")

@@ -33,7 +33,7 @@ GENERATORS: dict[str, tuple[str, list[str]]] = {
     "qwen3_5-parity": ("snippets/qwen3_5_quickstart.py", []),
     **{
         f"{model}-released": ("snippets/released_configs.py", ["--model", model])
-        for model in ("gemma4", "qwen3_5", "llama", "gemma3", "qwen3")
+        for model in ("gemma4", "qwen3_5", "llama", "gemma3", "qwen3", "olmo2")
     },
     "compression": ("snippets/compression.py", []),
     "compression-profile": ("snippets/compression_profile.py", []),

@@ -73,6 +73,8 @@ def test_every_released_size_has_a_fixture():
         assert f"Qwen2.5-{size}" in names
     for name in ("7B-v0.1", "7B-Instruct-v0.2", "7B-Instruct-v0.3", "Nemo-Instruct-2407"):
         assert f"Mistral-{name}" in names
+    for name in ("0425-1B", "1124-7B", "1124-13B", "0325-32B"):
+        assert f"OLMo-2-{name}-Instruct" in names
 
 
 def test_scale_down_keeps_every_key_and_its_spelling():

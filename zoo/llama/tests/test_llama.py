@@ -17,9 +17,10 @@ import torch
 from zoo.core.checkpoint import UnsupportedConfig
 from zoo.core.decode import torch_logits
 from zoo.core.kv import get_strategy
-from zoo.llama import ENTRY, load_llama, reference_model
+from zoo.llama import ENTRY, load_llama
 from zoo.testing import (
     check_cli_export_and_generate,
+    check_logits_match_transformers,
     check_ranges_compute_the_same,
     check_runtime_greedy,
 )
@@ -31,10 +32,7 @@ PROMPT = [2, 17, 33, 91, 5, 77, 12, 9, 100, 3]
 
 @pytest.mark.parametrize("variant", list(ENTRY.tiny.variants))
 def test_logits_match_transformers(checkpoints, variant):
-    ours = load_llama(checkpoints[variant], "runtime-index", 64)
-    with torch.no_grad():
-        want = reference_model(checkpoints[variant])(torch.tensor([PROMPT])).logits
-    assert (torch_logits(ours, PROMPT) - want).abs().max().item() < 1e-4
+    check_logits_match_transformers("llama", checkpoints[variant], PROMPT)
 
 
 def test_llama3_rope_scaling_changes_the_frequencies(checkpoints):
