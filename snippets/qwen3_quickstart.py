@@ -45,8 +45,9 @@ from zoo.core.runtime import Model
 
 with Model.load(asset) as loaded:
     states = loaded.function("decode").states
-# a key and a value cache per layer, keys stored transposed:
-# k [1, KV heads, head dim, capacity], v [1, KV heads, capacity, head dim]
+# a key and a value cache per layer; keys stored transposed on Linux (the
+# platform's layout): k [1, KV heads, head dim, capacity], v [1, KV heads,
+# capacity, head dim]
 for name, (shape, dtype) in states.items():
     print(f"{name:10} {str(shape):16} {np.dtype(dtype).name}")
 # --8<-- [end:states]
