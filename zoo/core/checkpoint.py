@@ -166,6 +166,36 @@ class DecoderConfig:
         """From a checkpoint directory: config.json and generation_config.json."""
         return cls.from_checkpoint_config(read_checkpoint_config(directory, *cls._types()))
 
+    def settle_plain_fields(self) -> list[str]:
+        """For the plain decoders' fields (Llama, Qwen3, OLMo 2): KV heads, head dim, RoPE
+        and stop ids as transformers defaults them; returns the parts of them this zoo does
+        not implement (pass the list, with the entry's own, to `refuse`)."""
+        from zoo.core.rope import rope_parameters
+
+        if self.num_key_value_heads is None:
+            self.num_key_value_heads = self.num_attention_heads
+        if self.head_dim is None:
+            self.head_dim = self.hidden_size // self.num_attention_heads
+        theta = 10_000.0 if self.rope_theta is None else self.rope_theta
+        self.rope_parameters = rope_parameters(self.rope_parameters, self.rope_scaling, theta)
+        if not self.stop_token_ids:
+            eos = self.eos_token_id
+            self.stop_token_ids = [eos] if isinstance(eos, int) else list(eos or [])
+        unsupported = []
+        if self.hidden_act != "silu":
+            unsupported.append(f"hidden_act={self.hidden_act!r}")
+        if self.num_attention_heads % self.num_key_value_heads:
+            unsupported.append(
+                f"{self.num_attention_heads} query heads over {self.num_key_value_heads} KV heads"
+            )
+        return unsupported
+
+    def refuse(self, unsupported: list[str]) -> None:
+        if unsupported:
+            raise UnsupportedConfig(
+                f"this {self.FAMILY} entry does not implement: " + "; ".join(unsupported)
+            )
+
     @classmethod
     def model_types(cls) -> tuple[str, ...]:
         """Every config.json `model_type` this entry loads."""

@@ -16,8 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from zoo.core.checkpoint import DecoderConfig, UnsupportedConfig
-from zoo.core.rope import rope_parameters
+from zoo.core.checkpoint import DecoderConfig
 
 
 @dataclass
@@ -58,25 +57,7 @@ class LlamaConfig(DecoderConfig):
         return text
 
     def __post_init__(self) -> None:
-        if self.num_key_value_heads is None:
-            self.num_key_value_heads = self.num_attention_heads
-        if self.head_dim is None:
-            self.head_dim = self.hidden_size // self.num_attention_heads
-        theta = 10_000.0 if self.rope_theta is None else self.rope_theta
-        self.rope_parameters = rope_parameters(self.rope_parameters, self.rope_scaling, theta)
-        if not self.stop_token_ids:
-            eos = self.eos_token_id
-            self.stop_token_ids = [eos] if isinstance(eos, int) else list(eos or [])
-        unsupported = []
-        if self.hidden_act != "silu":
-            unsupported.append(f"hidden_act={self.hidden_act!r}")
+        unsupported = self.settle_plain_fields()
         if self.mlp_bias:
             unsupported.append("mlp_bias=True")
-        if self.num_attention_heads % self.num_key_value_heads:
-            unsupported.append(
-                f"{self.num_attention_heads} query heads over {self.num_key_value_heads} KV heads"
-            )
-        if unsupported:
-            raise UnsupportedConfig(
-                "this Llama entry does not implement: " + "; ".join(unsupported)
-            )
+        self.refuse(unsupported)
