@@ -48,7 +48,7 @@ def test_qk_norm_spans_every_head_and_the_norms_follow_each_block(checkpoints):
 
 @pytest.mark.parametrize(
     "variant,strategy",
-    [("default", "runtime-index"), ("grouped", "input-mask-blend"), ("bias", "runtime-index")],
+    [("default", "runtime-index"), ("grouped", "input-mask-blend")],
 )
 def test_greedy_tokens_on_the_runtime_match_transformers(checkpoints, assets, variant, strategy):
     assert len(PROMPT) > CHUNK  # the prompt spans prefill chunks and single steps
