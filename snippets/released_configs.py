@@ -25,7 +25,9 @@ print("stop ids (top level)", tiny["eos_token_id"])
 # --8<-- [start:check]
 from zoo.released import released_row
 
-row = released_row("gemma4", "gemma-4-E2B-it", Path(tempfile.mkdtemp()))
+# the tiny checkpoint and asset go with the temporary directory
+with tempfile.TemporaryDirectory() as workdir:
+    row = released_row("gemma4", "gemma-4-E2B-it", Path(workdir))
 print(json.dumps(row, indent=2))
 assert row["greedy tokens on the runtime"] == "8/8 identical"
 assert row["logits max abs error (runtime)"] < 1e-4
@@ -44,7 +46,8 @@ if __name__ == "__main__" and "--record" in sys.argv:
     models = MODELS
     if "--model" in sys.argv:
         models = (sys.argv[sys.argv.index("--model") + 1],)
-    workdir = Path(tempfile.mkdtemp())
+    scratch = tempfile.TemporaryDirectory()  # the rows' checkpoints, assets
+    workdir = Path(scratch.name)
     cases = [(m, name) for m in models for name in released_configs(m)]
     # two worker processes on two cores, each row seeded on its own
     spawn = multiprocessing.get_context("spawn")
@@ -56,3 +59,4 @@ if __name__ == "__main__" and "--record" in sys.argv:
         mine = [row for row in rows if row["model"] == model]
         path = write_record(directory, f"{model}-released", {"rows": mine})
         print(f"wrote {path}")
+    scratch.cleanup()

@@ -15,6 +15,7 @@ from torch import nn
 
 from zoo.core.kv import KVStrategy
 from zoo.core.layers import attend
+from zoo.core.rope import rotate
 
 
 def transposed_keys(shape: tuple[int, ...]) -> tuple[int, ...]:
@@ -60,6 +61,16 @@ class KVCache:
 
     def attend(self, q, keys, values, mask, scale: float | None = None) -> torch.Tensor:
         return attend(q, keys, values, mask, scale=scale, keys_transposed=self.keys_transposed)
+
+    def rope_attend(self, states: dict, q, k, v, cos, sin, step: dict, mask, scale=None):
+        """The tail of a plain attention layer: q `[B, T, heads, D]`, k and v `[B, T, KV
+        heads, D]`; RoPE on q and k, k and v written into this cache, q attending over it.
+        Returns `[B, T, heads * D]`, ready for the output projection."""
+        batch, length = q.shape[:2]
+        keys = rotate(k.transpose(1, 2), cos, sin)
+        keys, values = self.write(states, keys, v.transpose(1, 2), step)
+        out = self.attend(rotate(q.transpose(1, 2), cos, sin), keys, values, mask, scale)
+        return out.transpose(1, 2).reshape(batch, length, -1)
 
 
 def kv_caches(model: nn.Module) -> list[KVCache]:

@@ -66,6 +66,22 @@ class GatedMLP(torch.nn.Module):
         return self.down_proj(self.activation(self.gate_proj(x)) * self.up_proj(x))
 
 
+class PreNormLayer(torch.nn.Module):
+    """The Llama layer (Qwen3's too): RMSNorm before the attention and before a SiLU gated
+    MLP, each block's output added to the residual stream."""
+
+    def __init__(self, attention: torch.nn.Module, hidden: int, intermediate: int, eps: float):
+        super().__init__()
+        self.self_attn = attention
+        self.mlp = GatedMLP(hidden, intermediate, torch.nn.functional.silu)
+        self.input_layernorm = RMSNorm(hidden, eps)
+        self.post_attention_layernorm = RMSNorm(hidden, eps)
+
+    def forward(self, h, positions, step, states: dict) -> torch.Tensor:
+        h = h + self.self_attn(self.input_layernorm(h), positions, step, states)
+        return h + self.mlp(self.post_attention_layernorm(h))
+
+
 class DecoderStack(torch.nn.Module):
     """What the plain decoders (Llama, Qwen3, OLMo 2, Gemma 3) share around their layers:
     the token embedding, the layers (each owning its KV cache as `self_attn.cache`), the

@@ -19,14 +19,13 @@ Llama is the plain pre-norm decoder the other entries are variations of:
 from __future__ import annotations
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from zoo.core.cache import KVCache
 from zoo.core.checkpoint import UnsupportedConfig
 from zoo.core.kv import KVStrategy
-from zoo.core.layers import DecoderStack, GatedMLP, RMSNorm
-from zoo.core.rope import inverse_frequencies, rope_cos_sin, rotate
+from zoo.core.layers import DecoderStack, PreNormLayer, RMSNorm
+from zoo.core.rope import inverse_frequencies, rope_cos_sin
 from zoo.llama.config import LlamaConfig
 
 
@@ -47,26 +46,18 @@ class Attention(nn.Module):
     def forward(self, x, positions, step, states: dict) -> torch.Tensor:
         batch, length, _ = x.shape
         cos, sin = rope_cos_sin(positions, self.inv_freq)
-        q = self.q_proj(x).reshape(batch, length, self.heads, self.head_dim).transpose(1, 2)
-        k = self.k_proj(x).reshape(batch, length, self.kv_heads, self.head_dim).transpose(1, 2)
-        v = self.v_proj(x).reshape(batch, length, self.kv_heads, self.head_dim).transpose(1, 2)
-        keys, values = self.cache.write(states, rotate(k, cos, sin), v, step)
-        out = self.cache.attend(rotate(q, cos, sin), keys, values, step["attn_mask"])
-        return self.o_proj(out.transpose(1, 2).reshape(batch, length, -1))
+        q = self.q_proj(x).reshape(batch, length, self.heads, self.head_dim)
+        k = self.k_proj(x).reshape(batch, length, self.kv_heads, self.head_dim)
+        v = self.v_proj(x).reshape(batch, length, self.kv_heads, self.head_dim)
+        out = self.cache.rope_attend(states, q, k, v, cos, sin, step, step["attn_mask"])
+        return self.o_proj(out)
 
 
-class DecoderLayer(nn.Module):
+class DecoderLayer(PreNormLayer):
     def __init__(self, config: LlamaConfig, layer: int, strategy: KVStrategy, capacity: int):
-        super().__init__()
+        attention = Attention(config, layer, strategy, capacity)
         hidden, eps = config.hidden_size, config.rms_norm_eps
-        self.self_attn = Attention(config, layer, strategy, capacity)
-        self.mlp = GatedMLP(hidden, config.intermediate_size, F.silu)
-        self.input_layernorm = RMSNorm(hidden, eps)
-        self.post_attention_layernorm = RMSNorm(hidden, eps)
-
-    def forward(self, h, positions, step, states: dict) -> torch.Tensor:
-        h = h + self.self_attn(self.input_layernorm(h), positions, step, states)
-        return h + self.mlp(self.post_attention_layernorm(h))
+        super().__init__(attention, hidden, config.intermediate_size, eps)
 
 
 class Llama(DecoderStack):

@@ -22,7 +22,7 @@ from torch import nn
 from zoo.core.cache import KVCache
 from zoo.core.kv import KVStrategy
 from zoo.core.layers import DecoderStack, GatedMLP, RMSNorm
-from zoo.core.rope import inverse_frequencies, rope_cos_sin, rotate
+from zoo.core.rope import inverse_frequencies, rope_cos_sin
 from zoo.olmo2.config import Olmo2Config
 
 
@@ -47,11 +47,9 @@ class Attention(nn.Module):
         cos, sin = rope_cos_sin(positions, self.inv_freq)
         q = self.q_norm(self.q_proj(x)).reshape(batch, length, self.heads, self.head_dim)
         k = self.k_norm(self.k_proj(x)).reshape(batch, length, self.kv_heads, self.head_dim)
-        v = self.v_proj(x).reshape(batch, length, self.kv_heads, self.head_dim).transpose(1, 2)
-        keys, values = self.cache.write(states, rotate(k.transpose(1, 2), cos, sin), v, step)
-        q = rotate(q.transpose(1, 2), cos, sin)
-        out = self.cache.attend(q, keys, values, step["attn_mask"])
-        return self.o_proj(out.transpose(1, 2).reshape(batch, length, -1))
+        v = self.v_proj(x).reshape(batch, length, self.kv_heads, self.head_dim)
+        out = self.cache.rope_attend(states, q, k, v, cos, sin, step, step["attn_mask"])
+        return self.o_proj(out)
 
 
 class DecoderLayer(nn.Module):

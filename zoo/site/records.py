@@ -33,7 +33,8 @@ GENERATORS: dict[str, tuple[str, list[str]]] = {
     "qwen3_5-parity": ("snippets/qwen3_5_quickstart.py", []),
     **{
         f"{model}-released": ("snippets/released_configs.py", ["--model", model])
-        for model in ("gemma4", "qwen3_5", "llama", "gemma3", "qwen3", "olmo2")
+        # every entry with released configs (zoo/<model>/released/), no list to edit
+        for model in sorted(p.parent.name for p in (ROOT / "zoo").glob("*/released"))
     },
     "compression": ("snippets/compression.py", []),
     "compression-profile": ("snippets/compression_profile.py", []),
