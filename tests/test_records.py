@@ -8,6 +8,7 @@ import sys
 
 import pytest
 
+from zoo.site.harness import ROOT
 from zoo.site.hooks import render_marker
 from zoo.site.records import DEVICES_DIR, RecordError, merge, write_record
 
@@ -167,3 +168,21 @@ def test_a_value_not_measured_shows_as_a_dash_and_stays_off_the_plot(tmp_path):
     assert ">fp32<" in plot and ">int8<" in plot and ">fp16<" not in plot
     with pytest.raises(ValueError, match="no rows with both"):
         render_marker("plot", ["quality-x", "rows", "bits", "missing", "preset"], records, "x.md")
+
+
+PAGES = sorted(p.relative_to(ROOT / "docs").as_posix() for p in (ROOT / "docs").rglob("*.md"))
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_every_marker_of_the_page_renders_from_the_committed_records(page):
+    """The markers alone, in seconds: the strict build finds the same errors after minutes."""
+    import shlex
+
+    from zoo.site.hooks import MARKER
+
+    text = (ROOT / "docs" / page).read_text()
+    for match in MARKER.finditer(text):
+        rendered = render_marker(
+            match["kind"], shlex.split(match["args"]), ROOT / "docs" / "records", page
+        )
+        assert rendered.strip(), f"{match[0].strip()} rendered nothing"
