@@ -113,12 +113,18 @@ def scale_down(config: dict) -> dict:
     if text.get("num_kv_shared_layers"):
         shared = round(text["num_kv_shared_layers"] * kept / layers)
         text["num_kv_shared_layers"] = max(1, min(shared, kept - period))
+    # a window no shorter than the context (Phi-4-mini's 262144) never cuts: keep it so
+    context = text.get("max_position_embeddings", 1 << 62)
+    unbounded = (text.get("sliding_window") or 0) >= context
     for key, value in TINY_WIDTHS.items():
         if text.get(key):
             text[key] = value
     heads = text["num_attention_heads"]
     if "head_dim" not in text or text["hidden_size"] % heads:  # transformers checks both
         text["hidden_size"] = heads * TINY_WIDTHS["head_dim"]
+    _scale_down_longrope(text, context)
+    if unbounded:
+        text["sliding_window"] = text["max_position_embeddings"]
     for tower in ("vision_config", "audio_config"):
         if isinstance(config.get(tower), dict):
             for key, value in TINY_TOWERS.items():
@@ -129,6 +135,22 @@ def scale_down(config: dict) -> dict:
     vocab = text["vocab_size"]
     _move_token_ids([config, text], vocab)
     return config
+
+
+def _scale_down_longrope(text: dict, context: int) -> None:
+    """longrope (Phi-3.5, Phi-4-mini): a factor per rotated frequency, so the lists are
+    resampled to the tiny head; the pretraining context becomes the test cache (the
+    short factors apply within it) and the context keeps its stretch over it."""
+    rope = text.get("rope_scaling") or text.get("rope_parameters") or {}
+    if rope.get("type", rope.get("rope_type")) not in ("longrope", "su"):
+        return
+    rotated = int(TINY_WIDTHS["head_dim"] * text.get("partial_rotary_factor", 1.0)) // 2
+    for key in ("short_factor", "long_factor"):
+        factors = rope[key]
+        rope[key] = [factors[i * (len(factors) - 1) // (rotated - 1)] for i in range(rotated)]
+    stretch = context / text["original_max_position_embeddings"]
+    text["original_max_position_embeddings"] = CAPACITY
+    text["max_position_embeddings"] = round(CAPACITY * stretch)
 
 
 def _move_token_ids(objects: list[dict], vocab: int) -> None:

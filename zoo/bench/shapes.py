@@ -3,6 +3,7 @@ random weights. Tiny shapes run the same code in seconds (the tests run them).""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 
 import torch
@@ -24,6 +25,15 @@ class Shape:
     first_token_prompts: tuple[int, ...] = (16, 64, 512)  # time to first token, both sides
     strategies: tuple[str, ...] = ("runtime-index", "input-mask-blend")
     positions: tuple[int, ...] = (1, 2, 16, 128, 512, 1024, 1536, 2047)
+
+
+def _released_rope(model: str, name: str) -> dict:
+    """The RoPE of a released config.json fixture (`zoo/<model>/released/`), as the entry
+    reads it: longrope's 48 short and 48 long factors are not retyped here."""
+    from zoo.released import released_configs
+
+    config = get_entry(model).config
+    return config.from_dict(json.loads(released_configs(model)[name].read_text())).rope_parameters
 
 
 # Widths as in the published config.json files (this machine has no hub access to re-read
@@ -133,6 +143,27 @@ SHAPES: dict[str, Shape] = {
             tie_word_embeddings=True,
         ),
         note="",  # all 28 layers, q/k/v biases, tied head (Qwen2.5-1.5B-Instruct)
+    ),
+    "phi-4-mini": Shape(
+        "phi3",
+        dict(
+            vocab_size=200_064,
+            hidden_size=3072,
+            intermediate_size=8192,
+            num_hidden_layers=6,
+            num_attention_heads=24,
+            num_key_value_heads=8,
+            partial_rotary_factor=0.75,
+            max_position_embeddings=131_072,
+            original_max_position_embeddings=4096,
+            rope_parameters=_released_rope("phi3", "Phi-4-mini-instruct"),
+            tie_word_embeddings=True,
+        ),
+        note=(
+            "6 of 32 layers: at fp32 the full 3.8B model is ~15 GB and export needs a "
+            "multiple of that (this machine has 24 GB); every layer is the same, so the "
+            "decode cost per layer is what scales"
+        ),
     ),
 }
 

@@ -24,6 +24,17 @@ class UnsupportedConfig(ValueError):
     """The checkpoint asks for something this zoo entry does not implement (named)."""
 
 
+def refuse_cache_past(limit: int | None, capacity: int, field: str, why: str) -> None:
+    """Refuse a KV cache of more than `limit` tokens (None: no limit): past `limit` the
+    model computes something the entry does not (a sliding window, longrope's long
+    factors), within it exactly what the entry computes."""
+    if limit is not None and capacity > limit:
+        raise UnsupportedConfig(
+            f"{field}={limit} is smaller than the KV cache ({capacity} tokens): {why}; "
+            f"export with --capacity {limit} or less"
+        )
+
+
 def read_json(path: str | Path, what: str = "") -> dict:
     """A JSON object from `path`; a missing or malformed file is one line naming it."""
     path = Path(path)
@@ -136,6 +147,7 @@ class DecoderConfig:
     FAMILY: ClassVar[str]
     REFUSED_MODEL_TYPES: ClassVar[dict[str, str]] = {}
     TIE_DEFAULTS: ClassVar[tuple[bool, bool]] = (False, False)
+    ROPE_TYPES: ClassVar[tuple[str, ...]] = ("default", "linear", "llama3")  # zoo.core.rope
 
     @classmethod
     def text_fields(cls, text: dict) -> dict:
@@ -177,7 +189,9 @@ class DecoderConfig:
         if self.head_dim is None:
             self.head_dim = self.hidden_size // self.num_attention_heads
         theta = 10_000.0 if self.rope_theta is None else self.rope_theta
-        self.rope_parameters = rope_parameters(self.rope_parameters, self.rope_scaling, theta)
+        self.rope_parameters = rope_parameters(
+            self.rope_parameters, self.rope_scaling, theta, self.ROPE_TYPES
+        )
         if not self.stop_token_ids:
             eos = self.eos_token_id
             self.stop_token_ids = [eos] if isinstance(eos, int) else list(eos or [])

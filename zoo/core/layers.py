@@ -67,13 +67,20 @@ class GatedMLP(torch.nn.Module):
 
 
 class PreNormLayer(torch.nn.Module):
-    """The Llama layer (Qwen3's too): RMSNorm before the attention and before a SiLU gated
-    MLP, each block's output added to the residual stream."""
+    """The Llama layer (Qwen3's, Phi-3's too): RMSNorm before the attention and before a
+    SiLU gated MLP, each block's output added to the residual stream."""
 
-    def __init__(self, attention: torch.nn.Module, hidden: int, intermediate: int, eps: float):
+    def __init__(
+        self,
+        attention: torch.nn.Module,
+        hidden: int,
+        intermediate: int,
+        eps: float,
+        mlp: torch.nn.Module | None = None,  # None: a SiLU GatedMLP
+    ):
         super().__init__()
         self.self_attn = attention
-        self.mlp = GatedMLP(hidden, intermediate, torch.nn.functional.silu)
+        self.mlp = mlp or GatedMLP(hidden, intermediate, torch.nn.functional.silu)
         self.input_layernorm = RMSNorm(hidden, eps)
         self.post_attention_layernorm = RMSNorm(hidden, eps)
 

@@ -2,7 +2,11 @@
 
 Shared by the entries whose RoPE is one of transformers' standard kinds: `default`,
 `linear` (positions divided by `factor`) and `llama3` (long wavelengths divided by
-`factor`, short ones kept, a smooth ramp between). Any other kind is refused by name.
+`factor`, short ones kept, a smooth ramp between); `longrope` (Phi-3.5, Phi-4-mini) for the
+entries that name it: its short factors, which transformers uses while a sequence stays
+within `original_max_position_embeddings` (the entry keeps its cache there). Any other kind
+is refused by name. `rotate` rotates the first `cos.shape[-1]` dims of a head and passes
+the rest through (partial rotary, Phi-4-mini's 0.75).
 """
 
 from __future__ import annotations
@@ -17,20 +21,24 @@ ROPE_TYPES = ("default", "linear", "llama3")
 
 
 def rope_parameters(
-    parameters: dict | None, scaling: dict | None = None, theta: float | None = None
+    parameters: dict | None,
+    scaling: dict | None = None,
+    theta: float | None = None,
+    types: tuple[str, ...] = ROPE_TYPES,
 ) -> dict:
     """One `rope_parameters` dict from the spellings a config.json may use: the newer
     `rope_parameters`, or the older `rope_scaling` (with `type` or `rope_type`) beside
-    `rope_theta`. Values in `rope_parameters` win, as in transformers."""
+    `rope_theta`. Values in `rope_parameters` win, as in transformers. `types`: the kinds
+    the calling entry implements."""
     rope = dict(parameters or scaling or {})
     if "type" in rope and "rope_type" not in rope:
         rope["rope_type"] = rope.pop("type")
     rope.setdefault("rope_type", "default")
     if theta is not None:
         rope.setdefault("rope_theta", theta)
-    if rope["rope_type"] not in ROPE_TYPES:
+    if rope["rope_type"] not in types:
         raise UnsupportedConfig(
-            f"RoPE type {rope['rope_type']!r} is not implemented (the zoo has {ROPE_TYPES})"
+            f"RoPE type {rope['rope_type']!r} is not implemented (this entry has {types})"
         )
     return rope
 
@@ -42,6 +50,8 @@ def inverse_frequencies(head_dim: int, rope: dict) -> torch.Tensor:
     kind = rope.get("rope_type", "default")
     if kind == "linear":
         return inv_freq / rope["factor"]
+    if kind == "longrope":  # the short factors: the entry keeps its cache where they apply
+        return inv_freq / torch.tensor(rope["short_factor"], dtype=torch.float32)
     if kind == "llama3":
         factor, low, high = rope["factor"], rope["low_freq_factor"], rope["high_freq_factor"]
         context = rope["original_max_position_embeddings"]
@@ -54,6 +64,19 @@ def inverse_frequencies(head_dim: int, rope: dict) -> torch.Tensor:
     return inv_freq
 
 
+def attention_scaling(rope: dict, max_position_embeddings: int) -> float:
+    """What cos and sin are multiplied by: 1, or longrope's `attention_factor` (by default
+    `sqrt(1 + ln(s) / ln(original))` for the context stretch `s` = max / original positions,
+    as transformers computes it)."""
+    if rope.get("rope_type") != "longrope":
+        return 1.0
+    if rope.get("attention_factor") is not None:
+        return float(rope["attention_factor"])
+    original = rope["original_max_position_embeddings"]
+    stretch = rope.get("factor") or max_position_embeddings / original
+    return 1.0 if stretch <= 1.0 else math.sqrt(1 + math.log(stretch) / math.log(original))
+
+
 def rope_cos_sin(
     positions: torch.Tensor, inv_freq: torch.Tensor
 ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -64,6 +87,10 @@ def rope_cos_sin(
 
 
 def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-    """RoPE on `[B, H, T, D]`, the two halves of each head rotated (transformers' layout)."""
+    """RoPE on `[B, H, T, D]`, the two halves of each head rotated (transformers' layout);
+    with cos and sin narrower than the head (partial rotary), its first dims only."""
+    rotary = cos.shape[-1]
+    if rotary < x.shape[-1]:
+        return torch.cat([rotate(x[..., :rotary], cos, sin), x[..., rotary:]], dim=-1)
     half = x.shape[-1] // 2
     return x * cos + torch.cat([-x[..., half:], x[..., :half]], dim=-1) * sin

@@ -22,7 +22,7 @@ import torch
 from torch import nn
 
 from zoo.core.cache import KVCache
-from zoo.core.checkpoint import UnsupportedConfig
+from zoo.core.checkpoint import refuse_cache_past
 from zoo.core.kv import KVStrategy
 from zoo.core.layers import DecoderStack, PreNormLayer, RMSNorm
 from zoo.core.rope import inverse_frequencies, rope_cos_sin
@@ -67,12 +67,8 @@ class Llama(DecoderStack):
     name = "llama"  # the zoo entry, recorded in the asset's DecodeSpec
 
     def __init__(self, config: LlamaConfig, strategy: KVStrategy, capacity: int) -> None:
-        window = config.sliding_window
-        if window is not None and capacity > window:
-            raise UnsupportedConfig(
-                f"sliding_window={window} is smaller than the KV cache ({capacity} tokens): "
-                f"this entry attends to every cached key, so export with --capacity {window} "
-                "or less (then every key is inside the window)"
-            )
+        refuse_cache_past(  # every cached key inside the window: full attention is exact
+            config.sliding_window, capacity, "sliding_window", "this entry attends to every key"
+        )
         norm = RMSNorm(config.hidden_size, config.rms_norm_eps)
         super().__init__(config, strategy, capacity, DecoderLayer, norm, family="Llama")

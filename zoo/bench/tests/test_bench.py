@@ -10,7 +10,8 @@ import pytest
 import torch
 
 from zoo.bench.__main__ import run_bench, run_profiles
-from zoo.bench.shapes import TINY, build_decoder, decode_weight_bytes
+from zoo.bench.shapes import SHAPES, TINY, build_decoder, decode_weight_bytes
+from zoo.core.entry import get_entry
 from zoo.core.layout import apply_layout
 
 
@@ -22,6 +23,16 @@ def test_decode_weight_bytes_counts_one_embedding_row_and_the_head():
     assert decode_weight_bytes(model) == others + table[0].nbytes + table.nbytes
     apply_layout(model, "transposed", "bhdt")  # the head is now a copy: counted once, as such
     assert decode_weight_bytes(model) == others + table[0].nbytes + table.nbytes
+
+
+@pytest.mark.parametrize("name", list(SHAPES))
+def test_every_real_shape_reads_and_builds(name):
+    """Each real shape's config reads and its decoder builds (on the meta device: no
+    memory), so `make bench` does not fail on a shape after minutes of others."""
+    shape = SHAPES[name]
+    with torch.device("meta"):
+        model = get_entry(shape.model).build(shape.config, shape.strategies[0], shape.capacity)
+    assert len(model.layers) == shape.config["num_hidden_layers"]
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,8 @@
+"""`python -m zoo.phi3 export CHECKPOINT OUT.aimodel` / `generate OUT.aimodel --prompt ...`."""
+
+import sys
+
+from zoo.core.cli import run
+
+if __name__ == "__main__":
+    sys.exit(run("phi3"))
