@@ -13,11 +13,8 @@ from __future__ import annotations
 
 import copy
 import json
-import math
 import re
 from pathlib import Path
-
-import numpy as np
 
 from zoo.core.checkpoint import UnsupportedConfig
 from zoo.core.decode import export_model as export
@@ -201,21 +198,6 @@ def write_checkpoint(config: dict, directory: Path, seed: int = 0) -> Path:
     return directory
 
 
-def runtime_greedy(asset: str, prompt: list[int], new_tokens: int) -> dict:
-    """Greedy tokens and the logits each was chosen from, on the Core AI runtime (run it
-    with `run_isolated`)."""
-    from zoo.core.decode import Generator
-
-    with Generator(asset) as generator:
-        logits = generator.feed(prompt)
-        tokens, rows = [], []
-        for _ in range(new_tokens):
-            rows.append(logits.tolist())
-            tokens.append(int(np.argmax(logits)))
-            logits = generator.feed([tokens[-1]])
-    return {"tokens": tokens, "logits": rows}
-
-
 def released_row(model: str, name: str, workdir: str | Path) -> dict:
     """`check_released`, computed once per test session for the zoo tests, the recipe and
     its record alike. It runs here (its runtime decode has a process of its own): one
@@ -246,8 +228,9 @@ def check_released(model: str, name: str, workdir: str | Path) -> dict:
     refused with the reason."""
     import torch
 
-    from zoo.core.reference import greedy_reference
+    from zoo.core.reference import greedy_reference_logits
     from zoo.lab.isolate import run_isolated
+    from zoo.testing import logits_error, runtime_greedy
 
     released = json.loads(released_configs(model)[name].read_text())
     tiny = scale_down(released)
@@ -268,17 +251,14 @@ def check_released(model: str, name: str, workdir: str | Path) -> dict:
     reference = getattr(__import__("transformers"), tiny["architectures"][0]).from_pretrained(
         checkpoint, attn_implementation="eager", dtype=torch.float32
     )  # the stored weights are bf16 as released; both sides compute in fp32
-    want_tokens = greedy_reference(reference.eval(), PROMPT, NEW_TOKENS)
-    with torch.no_grad():
-        want_logits = reference(torch.tensor([PROMPT + want_tokens])).logits[0].float().numpy()
-    want_rows = want_logits[len(PROMPT) - 1 : len(PROMPT) - 1 + NEW_TOKENS]
+    want_tokens, want_rows = greedy_reference_logits(reference.eval(), PROMPT, NEW_TOKENS)
     asset = export(ours, workdir / f"{name}.aimodel", chunk=CHUNK, checkpoint=checkpoint)
     outcome = run_isolated(runtime_greedy, str(asset), PROMPT, NEW_TOKENS, timeout=300)
     if not outcome.ok:
         return {**row, "outcome": outcome.summary()}
     got = outcome.result
     same = sum(a == b for a, b in zip(got["tokens"], want_tokens, strict=True))
-    error = float(np.abs(np.array(got["logits"]) - want_rows).max()) if same == 8 else math.nan
+    error = logits_error(got, want_tokens, want_rows)
     return {
         **row,
         "outcome": "decodes like transformers" if same == NEW_TOKENS else "wrong tokens",

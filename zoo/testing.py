@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import shutil
 import tempfile
@@ -16,6 +17,8 @@ from zoo.core.provenance import describe, provenance
 from zoo.core.runtime import COMPUTE_UNIT_ENV, COMPUTE_UNITS, default_compute_unit
 
 CACHE_ENV = "ZOO_RESULT_CACHE"
+# runtime vs transformers logits of a tiny fp32 model (measured: 1e-7 to 1e-5)
+LOGITS_TOLERANCE = 1e-4
 
 
 # The layouts the zoo tests export: this platform's default and the model as authored.
@@ -60,10 +63,36 @@ def record(name: str, results: dict) -> None:
 
 def greedy_on_runtime(asset: str, prompt: list[int], new_tokens: int = 8) -> list[int]:
     """Greedy tokens from an exported decoder (run it with `run_isolated`: it may crash)."""
+    return runtime_greedy(asset, prompt, new_tokens)["tokens"]
+
+
+def runtime_greedy(asset: str, prompt: list[int], new_tokens: int = 8) -> dict:
+    """Greedy tokens and the logits each was chosen from, on the Core AI runtime (run it
+    with `run_isolated`)."""
+    import numpy as np
+
     from zoo.core.decode import Generator
 
     with Generator(asset) as generator:
-        return generator.generate(prompt, new_tokens, stop_token_ids=[])
+        logits = generator.feed(prompt)
+        tokens, rows = [], []
+        for _ in range(new_tokens):
+            rows.append(logits.tolist())
+            tokens.append(int(np.argmax(logits)))
+            logits = generator.feed([tokens[-1]])
+    return {"tokens": tokens, "logits": rows}
+
+
+def logits_error(got: dict, want_tokens: list[int], want_rows) -> float:
+    """Largest |runtime - transformers| over the logits of the greedy steps (NaN unless the
+    tokens agree: then the rows score different sequences)."""
+    import math
+
+    import numpy as np
+
+    if got["tokens"] != want_tokens:
+        return math.nan
+    return float(np.abs(np.array(got["logits"]) - want_rows).max())
 
 
 def engine_greedy_on_runtime(
@@ -106,16 +135,24 @@ def check_runtime_greedy(
     crash on the macOS beta GPU)."""
     from zoo.core.entry import get_entry
     from zoo.core.export import read_metadata
-    from zoo.core.reference import greedy_reference
+    from zoo.core.reference import greedy_reference_logits
     from zoo.lab.expected import RAN_EXACT, current_target, expected, mismatch
     from zoo.lab.isolate import run_isolated
 
     asset = assets[variant, strategy, layout]
-    want = greedy_reference(get_entry(model).reference_model(checkpoints[variant]), prompt)
-    outcome = run_isolated(greedy_on_runtime, str(asset), prompt, timeout=300)
-    if outcome.ok:
-        identical = sum(a == b for a, b in zip(outcome.result, want, strict=True))
-        got = RAN_EXACT if outcome.result == want else f"wrong numbers: {identical}/8 identical"
+    reference = get_entry(model).reference_model(checkpoints[variant])
+    want, want_rows = greedy_reference_logits(reference, prompt)
+    outcome = run_isolated(runtime_greedy, str(asset), prompt, timeout=300)
+    error = math.nan
+    if outcome.ok:  # tokens alone prove little where a tiny model repeats one token
+        identical = sum(a == b for a, b in zip(outcome.result["tokens"], want, strict=True))
+        error = logits_error(outcome.result, want, want_rows)
+        if error < LOGITS_TOLERANCE:
+            got = RAN_EXACT
+        elif identical == len(want):
+            got = f"wrong numbers: logits off by {error:.1e}"
+        else:
+            got = f"wrong numbers: {identical}/8 identical"
         tokens = f"{identical}/8 identical"
     else:
         got = tokens = outcome.summary()
@@ -125,6 +162,7 @@ def check_runtime_greedy(
         "KV strategy": strategy,
         "layout": ", ".join(f"{k} {v}" for k, v in stored.items()),
         "greedy tokens on the runtime": tokens,
+        "logits max abs error (runtime)": float(f"{error:.2g}"),
     }
     suffix = "" if layout == "default" else f"-{layout}"
     record(f"{model}-greedy-{variant}-{strategy}{suffix}", {"rows": [row]})
@@ -136,7 +174,11 @@ def check_runtime_greedy(
         got,
         reported_fixed=want_outcome.detail.startswith("reported fixed"),
     )
-    detail = f"runtime {outcome.result}, transformers {want}" if outcome.ok else outcome.detail
+    detail = (
+        f"runtime {outcome.result['tokens']}, transformers {want}, logits off by {error:.1e}"
+        if outcome.ok
+        else outcome.detail
+    )
     assert problem is None, f"{problem}: {detail} (expectation: {want_outcome.source})"
 
 

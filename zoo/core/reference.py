@@ -40,6 +40,17 @@ def greedy_reference(model, prompt: list[int], max_new_tokens: int = 8) -> list[
     return output[0, len(prompt) :].tolist()
 
 
+def greedy_reference_logits(model, prompt: list[int], new_tokens: int = 8):
+    """transformers' greedy tokens and the logits row each was chosen from (the model run
+    once over prompt + tokens, fp32 numpy `[new_tokens, vocab]`)."""
+    import torch
+
+    tokens = greedy_reference(model, prompt, new_tokens)
+    with torch.no_grad():
+        logits = model(torch.tensor([prompt + tokens])).logits[0].float().numpy()
+    return tokens, logits[len(prompt) - 1 : len(prompt) - 1 + new_tokens]
+
+
 def write_tokenizer(
     directory: Path, vocab_size: int, specials: dict[int, str] | None = None
 ) -> None:

@@ -254,3 +254,20 @@ def test_generate_stops_at_the_released_end_of_turn_id(tmp_path):
     ).eval()
     want = reference.generate(torch.tensor([PROMPT]), max_new_tokens=8, do_sample=False)
     assert want[0, len(PROMPT) :].tolist() == [106]
+
+
+def test_greedy_parity_compares_the_logits_not_only_the_tokens():
+    """A tiny random model often repeats one token; equal tokens then prove little, so the
+    runtime's logits rows are held to transformers' too (NaN when the tokens differ)."""
+    import math
+
+    import numpy as np
+
+    from zoo.testing import LOGITS_TOLERANCE, logits_error
+
+    want_rows = np.zeros((3, 4))
+    got = {"tokens": [1, 1, 1], "logits": (want_rows + 1e-6).tolist()}
+    assert logits_error(got, [1, 1, 1], want_rows) < LOGITS_TOLERANCE
+    got["logits"][2][0] = 0.5  # same argmax, wrong numbers
+    assert logits_error(got, [1, 1, 1], want_rows) == 0.5
+    assert math.isnan(logits_error(got, [1, 1, 2], want_rows))
