@@ -55,6 +55,14 @@ def whole_number(minimum: int) -> Callable[[str], int]:
     return parse
 
 
+def layers_per_function(text: str) -> int:
+    """A whole number >= 1, or `ane`: the most layers a Neural Engine compile is reported
+    to take (`zoo.core.ranges.NEURAL_ENGINE_LAYERS`)."""
+    from zoo.core.ranges import NEURAL_ENGINE_LAYERS
+
+    return NEURAL_ENGINE_LAYERS if text.strip().lower() == "ane" else whole_number(1)(text)
+
+
 def non_negative_float(text: str) -> float:
     try:
         value = float(text)
@@ -128,12 +136,12 @@ def build_parser(model_name: str, strategies: list[str]) -> argparse.ArgumentPar
     )
     export.add_argument(
         "--layers-per-function",
-        type=whole_number(1),
+        type=layers_per_function,
         default=None,
-        metavar="N",
+        metavar="N|ane",
         help="export the decoder as layer ranges of at most N layers, one function each: "
-        "prefill runs two ranges at once here; the Neural Engine needs ~8 at most "
-        "(docs/performance.md#layer-ranges)",
+        "prefill runs two ranges at once here; 'ane' = 8, the most the Neural Engine is "
+        "reported to compile (docs/performance.md#layer-ranges)",
     )
     export.add_argument("--overwrite", action="store_true", help="replace an existing asset")
     export.add_argument(

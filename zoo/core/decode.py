@@ -146,9 +146,10 @@ class FlatDecoder(torch.nn.Module):
     as much as the rest of the step (docs/performance.md).
 
     `layers` (start, stop) makes it one range of the decoder (`zoo.core.ranges`): the first
-    range embeds `input_ids`, the others take the previous range's `hidden` `[1, T, width]`;
-    the last ends with the head (`logits`), the others return `hidden_out`; each holds the
-    states of its own layers only."""
+    range embeds `input_ids`, the others take the previous range's `hidden` `[1, T, width]`
+    and what the first computed for all of them (`carried`: Gemma 4's per-layer inputs);
+    the last ends with the head (`logits`), the others return `hidden_out` (the first, its
+    `carried` too, each as NAME_out); each holds the states its layers write or read."""
 
     def __init__(
         self,
@@ -161,25 +162,31 @@ class FlatDecoder(torch.nn.Module):
         self.model, self.spec, self.last_row_only = model, spec, last_row_only
         self.input_names = list(example_inputs(spec, 1)[0])
         self.state_names = list(spec.state_shapes)
-        self.output = "logits"
-        self.layers = None
+        self.outputs = ["logits"]
+        self.layers, self.carried = None, []
         if layers is not None:
-            from zoo.core.ranges import check_splittable
+            from zoo.core.ranges import carried_shapes, check_splittable
 
             check_splittable(model)
             start, stop = self.layers = tuple(layers)
             self.state_names = list(model.layer_state_shapes(start, stop))
+            self.carried = list(carried_shapes(model, 1))
+            # states this range only reads (another range writes them)
+            self.read_only = list(getattr(model, "read_only_states", lambda *_: [])(start, stop))
             if start > 0:
-                self.input_names = ["hidden", *self.input_names[1:]]
-            if stop < len(model.layers):
-                self.output = "hidden_out"  # a name used once per function
+                self.input_names = ["hidden", *self.carried, *self.input_names[1:]]
+            if stop < len(model.layers):  # names used once per function
+                self.outputs = ["hidden_out", *(f"{n}_out" for n in self.carried if not start)]
 
     def example_inputs(self, length: int) -> tuple[dict, tuple[torch.Tensor, ...]]:
         """Zero inputs (named) and the forward arguments of one call of `length` tokens."""
         inputs = example_inputs(self.spec, length)[0]
         if "hidden" in self.input_names:
+            from zoo.core.ranges import carried_shapes
+
             width = self.model.config.hidden_size
-            inputs = {"hidden": np.zeros((1, length, width), np.float32), **inputs}
+            shapes = {"hidden": (1, length, width), **carried_shapes(self.model, length)}
+            inputs = {n: np.zeros(s, np.float32) for n, s in shapes.items()} | inputs
         inputs = {name: inputs[name] for name in self.input_names}
         states = (torch.zeros(self.spec.state_shapes[name]) for name in self.state_names)
         return inputs, (*(torch.from_numpy(v) for v in inputs.values()), *states)
@@ -191,13 +198,23 @@ class FlatDecoder(torch.nn.Module):
         if self.layers is None:
             input_ids = named.pop("input_ids")
             return self.model(input_ids, positions, named, states, last_row_only=self.last_row_only)
+        from zoo.core.ranges import run_layers
+
         start, stop = self.layers
-        h = named.pop("hidden") if start > 0 else self.model.embed(named.pop("input_ids"))
-        for layer in self.model.layers[start:stop]:
-            h = layer(h, positions, named, states)
-        if stop < len(self.model.layers):
-            return h
-        return self.model.head(h, self.last_row_only)
+        if start == 0:
+            input_ids = named.pop("input_ids")
+            h = self.model.embed(input_ids)
+            carried = self.model.carried(input_ids, h, named) if self.carried else {}
+        else:
+            h = named.pop("hidden")
+            carried = {name: named.pop(name) for name in self.carried}
+        h = run_layers(self.model, h, start, stop, positions, named, states, carried)
+        for name in self.read_only:  # a state the converter sees as one: a write of itself
+            corner = states[name][(0,) * (states[name].dim() - 1)].narrow(-1, 0, 1)
+            corner.copy_(corner.clone())
+        if stop == len(self.model.layers):
+            return self.model.head(h, self.last_row_only)
+        return (h, *carried.values()) if start == 0 and carried else h
 
 
 def export_decoder(
@@ -236,7 +253,7 @@ def export_decoder(
             module = FlatDecoder(model, spec, last_row_only=kind == "prefill", layers=layers)
             inputs, arguments = module.example_inputs(length)
             entry = EntryPoint(
-                name, module, arguments, list(inputs), [module.output], module.state_names
+                name, module, arguments, list(inputs), module.outputs, module.state_names
             )
             entry.program_pass = program_pass
             entries.append(entry)
@@ -394,6 +411,13 @@ def sample(
     return int(rng.choice(scaled.size, p=probabilities))
 
 
+def passed_on(carried: dict, outputs: dict) -> dict:
+    """What a layer range's call leaves for the next: its NAME_out outputs as inputs NAME
+    (beside what earlier ranges passed on), and the logits of the last."""
+    fresh = {name[: -len("_out")]: v for name, v in outputs.items() if name.endswith("_out")}
+    return {**carried, **fresh, **({"logits": outputs["logits"]} if "logits" in outputs else {})}
+
+
 class Generator:
     """Prompt ids in, new token ids out, on the Core AI runtime.
 
@@ -445,16 +469,16 @@ class Generator:
             logits = self._call("decode", [token])
         return logits[0, -1].astype(np.float32)
 
-    def _inputs(self, function, piece: list[int], position: int, hidden=None) -> dict:
-        """What `function` declares, for `piece` at `position` (`hidden`: a later range's)."""
+    def _inputs(self, function, piece: list[int], position: int, carried=None) -> dict:
+        """What `function` declares, for `piece` at `position` (`carried`: what the earlier
+        ranges passed on to a later one, by input name)."""
         ids_array = np.array([piece], np.int32)
         inputs = {
             "input_ids": ids_array,
             **self.spec.host_inputs(position, len(piece)),
             **self.spec.token_inputs(ids_array, self.sidecars),
         }
-        if hidden is not None:
-            inputs["hidden"] = hidden
+        inputs.update(carried or {})
         # Masks go in the dtype the function declares (fp16 for an fp16 export).
         return {
             name: value.astype(function.inputs[name][1]) if value.dtype.kind == "f" else value
@@ -462,42 +486,48 @@ class Generator:
             if name in function.inputs
         }
 
-    def _start(self, function, piece: list[int], position: int, hidden=None):
+    def _start(self, function, piece: list[int], position: int, carried=None):
         states = {name: self.states[name] for name in function.state_names}
-        return function.start(self._inputs(function, piece, position, hidden), states)
+        return function.start(self._inputs(function, piece, position, carried), states)
 
     def _call(self, kind: str, piece: list[int]) -> np.ndarray:
         """One `kind` call on `piece` at the current position, range after range: logits."""
-        hidden = None
+        carried: dict = {}
         for function in self.functions[kind]:
-            outputs = self._start(function, piece, self.position, hidden).result()
-            hidden = outputs.get("hidden_out")
+            outputs = self._start(function, piece, self.position, carried).result()
+            carried = passed_on(carried, outputs)
         self.position += len(piece)
         return outputs["logits"]
 
     def _prefill(self, pieces: list[list[int]]) -> np.ndarray:
         """Whole chunks through prefill: the logits after the last. With layer ranges, the
         calls of one wave run together: range r of chunk k beside range r + 1 of chunk
-        k - 1 (each range's states see one call at a time, in chunk order)."""
+        k - 1. Each state sees one call at a time, in chunk order: a call whose states a
+        running call also holds (Gemma 4's KV-shared layers read an earlier range's cache)
+        waits for it."""
         functions = self.functions["prefill"]
         chunk = self.spec.chunk
-        carried: list = [None] * len(pieces)  # each chunk's hidden state, then its logits
+        carried: list[dict] = [{} for _ in pieces]  # what each chunk's next range reads
         for wave in range(len(pieces) + len(functions) - 1):
             first = max(0, wave - len(functions) + 1)
-            calls = [
-                (
-                    k,
-                    self._start(
-                        functions[wave - k], pieces[k], self.position + k * chunk, carried[k]
-                    ),
-                )
-                for k in range(first, min(wave, len(pieces) - 1) + 1)
-            ]
-            for k, call in calls:
-                outputs = call.result()
-                carried[k] = outputs.get("hidden_out", outputs.get("logits"))
+            running: list = []  # (chunk, call, its states), oldest chunk first
+            for k in range(first, min(wave, len(pieces) - 1) + 1):
+                function = functions[wave - k]
+                held = set(function.state_names)
+                for other in [r for r in running if r[2] & held]:
+                    self._finish(other, carried)
+                    running.remove(other)
+                call = self._start(function, pieces[k], self.position + k * chunk, carried[k])
+                running.append((k, call, held))
+            for entry in running:
+                self._finish(entry, carried)
         self.position += chunk * len(pieces)
-        return carried[-1]
+        return carried[-1]["logits"]
+
+    @staticmethod
+    def _finish(running: tuple, carried: list[dict]) -> None:
+        k, call, _ = running
+        carried[k] = passed_on(carried[k], call.result())
 
     def score(self, ids: Sequence[int]) -> np.ndarray:
         """Append tokens to the context; returns the logits after each of them `[T, vocab]`

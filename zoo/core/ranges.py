@@ -11,14 +11,25 @@ The same split is what a Mac's Neural Engine needs: a whole decoder does not com
 in one piece (seed 000: Gemma 4 E2B's 35 layers ran out of memory in the first ANE compile;
 chunks of at most ~8 layers do), which this project cannot run here.
 
-A decoder splits if it has `embed(input_ids)`, `layers` called as
-`layer(h, positions, step, states)`, `head(h, last_row_only)` and
-`layer_state_shapes(start, stop)`.
+A decoder splits if it has `embed(input_ids)`, `head(h, last_row_only)`,
+`layer_state_shapes(start, stop)` (the states its layers write or read) and `layers` called
+as `layer(h, positions, step, states)`, or its own `run_layers(h, start, stop, positions,
+step, states, carried)`. What the first range computes once for every later one (Gemma 4's
+per-layer inputs, from the embedding) it names in `carried_shapes(length)` and computes in
+`carried(input_ids, h, step)`; the first range returns it beside `hidden_out`.
+
+A state two ranges hold (Gemma 4: a KV-shared layer reads the cache an earlier layer
+writes) is never in two calls at once: the host waits for the older chunk's call first.
 """
 
 from __future__ import annotations
 
 from torch import nn
+
+# The most layers one Neural Engine compile is reported to take (seed 000: Gemma 4 E2B's
+# 35 layers in one function ran out of memory, chunks of ~8 compiled). `--layers-per-function
+# ane` exports ranges of at most this many. Reported, not run here.
+NEURAL_ENGINE_LAYERS = 8
 
 
 def split_layers(layers: int, per_function: int) -> list[list[int]]:
@@ -28,6 +39,21 @@ def split_layers(layers: int, per_function: int) -> list[list[int]]:
     count = -(-layers // per_function)
     bounds = [round(i * layers / count) for i in range(count + 1)]
     return [[start, stop] for start, stop in zip(bounds, bounds[1:], strict=False)]
+
+
+def carried_shapes(model: nn.Module, length: int) -> dict[str, tuple[int, ...]]:
+    """What the first range passes to every later one beside the hidden state."""
+    shapes = getattr(model, "carried_shapes", None)
+    return shapes(length) if shapes else {}
+
+
+def run_layers(model: nn.Module, h, start: int, stop: int, positions, step, states, carried):
+    """Layers [start, stop) of `model` on the hidden state `h`."""
+    if hasattr(model, "run_layers"):
+        return model.run_layers(h, start, stop, positions, step, states, carried)
+    for layer in model.layers[start:stop]:
+        h = layer(h, positions, step, states)
+    return h
 
 
 def check_splittable(model: nn.Module | type) -> None:

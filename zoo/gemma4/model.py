@@ -219,14 +219,44 @@ class Gemma4(nn.Module):
         return (context + identity.reshape(shape)) * 2**-0.5
 
     def forward(self, input_ids, positions, step: dict, caches: dict, last_row_only=False):
-        masks = {"full": step["attn_mask"], "sliding": step["sliding_mask"]}
-
-        h = self.embed_tokens(input_ids) * self.config.hidden_size**0.5
-        per_layer = self.per_layer_inputs(input_ids, h, step) if self.ple_dim else None
-        for i, layer in enumerate(self.layers):
-            layer_input = per_layer[:, :, i] if per_layer is not None else None
-            h = layer(h, layer_input, positions, masks, step, caches)
+        h = self.embed(input_ids)
+        carried = self.carried(input_ids, h, step)
+        h = self.run_layers(h, 0, len(self.layers), positions, step, caches, carried)
         return self.head(h, last_row_only)
+
+    # -- layer ranges (zoo.core.ranges): the PLE inputs are computed once, from the
+    # embedding, and passed to every later range; a KV-shared layer's range holds the
+    # cache it reads (its source layer's), so that cache is in two ranges
+    def embed(self, input_ids: torch.Tensor) -> torch.Tensor:
+        return self.embed_tokens(input_ids) * self.config.hidden_size**0.5
+
+    def carried_shapes(self, length: int) -> dict[str, tuple[int, ...]]:
+        return {"per_layer": (1, length, len(self.layers), self.ple_dim)} if self.ple_dim else {}
+
+    def carried(self, input_ids, h: torch.Tensor, step: dict) -> dict:
+        return {"per_layer": self.per_layer_inputs(input_ids, h, step)} if self.ple_dim else {}
+
+    def run_layers(self, h, start, stop, positions, step, caches, carried) -> torch.Tensor:
+        masks = {"full": step["attn_mask"], "sliding": step["sliding_mask"]}
+        per_layer = carried.get("per_layer")
+        for i in range(start, stop):
+            layer_input = per_layer[:, :, i] if per_layer is not None else None
+            h = self.layers[i](h, layer_input, positions, masks, step, caches)
+        return h
+
+    def read_only_states(self, start: int, stop: int) -> list[str]:
+        """The caches KV-shared layers in [start, stop) read and no layer there writes."""
+        written = self._written_states(start, stop)
+        return [n for n in self.layer_state_shapes(start, stop) if n not in written]
+
+    def _written_states(self, start: int, stop: int) -> set[str]:
+        layers = [layer for layer in self.layers[start:stop] if not layer.self_attn.reuses_kv]
+        return {n for layer in layers for n in layer.self_attn.cache.shapes()}
+
+    def layer_state_shapes(self, start: int, stop: int) -> dict[str, tuple[int, ...]]:
+        """The caches layers [start, stop) write, and those their KV-shared layers read."""
+        layers = self.layers[start:stop]
+        return {n: s for layer in layers for n, s in layer.self_attn.cache.shapes().items()}
 
     def head(self, h: torch.Tensor, last_row_only: bool = False) -> torch.Tensor:
         return head_logits(

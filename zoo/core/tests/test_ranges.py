@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+import torch
 
 from zoo.core.entry import get_entry
 from zoo.core.ranges import check_splittable, split_layers
@@ -24,8 +25,14 @@ def test_a_range_size_that_is_not_a_whole_number_is_refused(bad):
         split_layers(30, bad)
 
 
-def test_entries_that_cannot_be_cut_say_so_by_name():
-    for name in ("llama", "gemma3", "qwen3_5"):
+def test_every_entry_can_be_cut_and_a_decoder_that_cannot_says_so_by_name():
+    from zoo.core.entry import all_entries
+
+    for name in all_entries():
         check_splittable(get_entry(name).model)
-    with pytest.raises(ValueError, match="gemma4: layer ranges are not exported"):
-        check_splittable(get_entry("gemma4").model)
+
+    class Opaque(torch.nn.Module):
+        name = "opaque"
+
+    with pytest.raises(ValueError, match="opaque: layer ranges are not exported"):
+        check_splittable(Opaque)

@@ -138,7 +138,7 @@ CASES = [
     ("export ck out/x.aimodel --capacity 1000000000", 2, "more than the zoo's models support"),
     ("export ck out/x.aimodel --chunk 100 --capacity 64", 2, "--chunk 100 is longer"),
     ("export ck out/x.aimodel --layers-per-function 0", 2, "0 is less than 1"),
-    ("export ck out/x.aimodel --layers-per-function 8", 2, "layer ranges are not exported"),
+    ("export ck out/x.aimodel --layers-per-function many", 2, "'many' is not a whole number"),
     ("export ck g4.aimodel", 2, "g4.aimodel already exists"),
     ("export ck ck/x.aimodel --overwrite", 2, "inside) the checkpoint"),
     ("export ck ck.aimodel --overwrite", 0, ""),  # a name like the checkpoint's is fine

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from zoo.gemma4 import load_gemma4, reference_model, torch_logits
-from zoo.testing import check_runtime_greedy
+from zoo.testing import check_ranges_compute_the_same, check_runtime_greedy
 
 from .conftest import CAPACITY, CHUNK
 
@@ -45,3 +45,14 @@ def test_the_small_softcap_engages(checkpoints):
 def test_greedy_tokens_on_the_runtime_match_transformers(checkpoints, assets, variant, strategy):
     assert len(PROMPT) > CHUNK  # the prompt spans prefill chunks and single steps
     check_runtime_greedy("gemma4", checkpoints, assets, variant, strategy, PROMPT)
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_layer_ranges_decode_like_transformers_and_like_one_function(checkpoints, assets, strategy):
+    """One function per layer: the per-layer inputs computed by the first and passed to
+    every later range; each KV-shared layer's range holds the cache it reads, and the
+    pipelined prefill never runs its writer beside it."""
+    check_runtime_greedy(
+        "gemma4", checkpoints, assets, "kv-sharing", strategy, PROMPT, layout="ranges"
+    )
+    check_ranges_compute_the_same(assets, "kv-sharing", strategy)
