@@ -180,3 +180,18 @@ def test_ranges_bench_times_prefill_over_layer_ranges(tmp_path):
         row["prefill tok/s"] / row["eager prefill tok/s"], rel=0.02
     )
     assert not list(tmp_path.glob("*.aimodel"))  # each cell removes its asset
+
+
+def test_the_host_bench_splits_a_step_into_the_runtime_call_and_the_host(tmp_path):
+    """`python -m zoo.bench.host` at a tiny shape: every figure it records is there."""
+    from zoo.bench.host import host_cell
+
+    row = host_cell("qwen3_5-tiny", str(tmp_path), chunk=4, prompt_tokens=32, count=8)
+    step, call = (
+        row["decode step ms (Generator.feed)"],
+        row["decode call ms (inputs built beforehand)"],
+    )
+    assert step > 0 and call > 0
+    assert row["host ms per step"] == pytest.approx(step - call, abs=0.02)
+    assert row["collector runs in steps"] >= 0 and row["prefill s (32 tokens)"] > 0
+    assert not list(tmp_path.iterdir())  # the asset is removed
