@@ -40,10 +40,16 @@ def say(message: str) -> None:
 
 
 def ranges_cell(
-    shape_name: str, ranges: int, chunk: int, workdir: str, prompts: tuple[int, ...] = PROMPTS
+    shape_name: str,
+    ranges: int,
+    chunk: int,
+    workdir: str,
+    prompts: tuple[int, ...] = PROMPTS,
+    weights: str = "auto",
 ) -> dict:
     """Export and time one cell (run it with `run_isolated`); the longest of `prompts`
-    gives prefill tok/s."""
+    gives prefill tok/s. `weights`: a weights layout (`zoo.core.layout`; "auto": this
+    platform's default)."""
     from zoo.bench.cells import _eager_first_token, _inputs
     from zoo.bench.measure import cores_busy, median_seconds
     from zoo.bench.shapes import ALL_SHAPES, build_decoder
@@ -54,7 +60,7 @@ def ranges_cell(
     shape = replace(ALL_SHAPES[shape_name], chunk=chunk, first_token_prompts=tuple(prompts))
     strategy = shape.strategies[0]
     model = build_decoder(shape, strategy)
-    apply_layout(model, **default_layout())
+    layout = apply_layout(model, weights=weights, keys=default_layout()["keys"])
     spec = decode_spec(model, chunk)
     layers = len(model.layers)
     if ranges > 1:
@@ -97,6 +103,7 @@ def ranges_cell(
         "chunk": chunk,
         "ranges": ranges,
         "layers per range": ", ".join(str(b - a) for a, b in spec.ranges or [[0, layers]]),
+        "weights": layout["weights"],
         "prefill tok/s": round(longest / runtime[longest], 1),
         "eager prefill tok/s": round(longest / eager[longest], 1),
         "prefill runtime / eager": round(eager[longest] / runtime[longest], 2),
@@ -117,6 +124,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--shapes", default=",".join(SHAPE_NAMES))
     parser.add_argument("--ranges", default=",".join(map(str, RANGES)))
     parser.add_argument("--chunks", default=",".join(map(str, CHUNKS)))
+    parser.add_argument(
+        "--weights-layout",
+        default="auto",
+        help="weights layout of every cell (zoo.core.layout; default: this platform's); "
+        "another than the default records bench-ranges-<layout>.json",
+    )
     parser.add_argument("--record", metavar="DIR", help="write bench-ranges.json there")
     args = parser.parse_args(argv)
     rows = []
@@ -125,7 +138,16 @@ def main(argv: list[str] | None = None) -> int:
             for chunk in map(int, args.chunks.split(",")):
                 for ranges in map(int, args.ranges.split(",")):
                     say(f"{shape}: chunk {chunk}, {ranges} range(s) ...")
-                    outcome = run_isolated(ranges_cell, shape, ranges, chunk, workdir, timeout=1800)
+                    outcome = run_isolated(
+                        ranges_cell,
+                        shape,
+                        ranges,
+                        chunk,
+                        workdir,
+                        PROMPTS,
+                        args.weights_layout,
+                        timeout=1800,
+                    )
                     if not outcome.ok:
                         say(f"  {outcome.summary()}")
                         rows.append(
@@ -140,9 +162,13 @@ def main(argv: list[str] | None = None) -> int:
                     rows.append({**outcome.result, "outcome": "ran"})
                     say(f"  {rows[-1]}")
     if args.record:
+        from zoo.core.layout import default_layout
         from zoo.site.records import write_record
 
-        print(write_record(args.record, "bench-ranges", {"rows": rows}))
+        name = "bench-ranges"
+        if args.weights_layout not in ("auto", default_layout()["weights"]):
+            name += f"-{args.weights_layout}"
+        print(write_record(args.record, name, {"rows": rows}))
     return 0 if all(row["outcome"] == "ran" for row in rows) else 1
 
 

@@ -231,6 +231,10 @@ LAYOUTS = {
     "blocked MLP + keys": {"weights": "blocked", "keys": "bhdt"},
     "blocked MLP and wide projections + keys": {"weights": "blocked-wide", "keys": "bhdt"},
     "blocked MLP + keys, rows as a batch": {"weights": "blocked-rows", "keys": "bhdt"},
+    "transposed + keys, weight first in prefill": {
+        "weights": "weight-first-prefill",
+        "keys": "bhdt",
+    },
 }
 DEFAULT_LAYOUT = "default"  # this platform's `zoo.core.layout.default_layout()`
 

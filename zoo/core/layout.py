@@ -21,6 +21,11 @@ Two choices, each measured by `python -m zoo.bench` (docs/performance.md):
   as a batch of one-row matmuls (`x[..., None, :] @ W_t`): alone, that formulation ran up
   to a quarter faster than `x @ W_t` at 8 to 32 rows in one run of `python -m zoo.bench
   --matmul`; the bench measures it beside "blocked" in a whole decoder (no faster there).
+  "weight-first-prefill" is "transposed" with a second copy of every projection stored
+  `[out, in]`, used where a call has `WEIGHT_FIRST_ROWS` rows or more (`(W @ x^T)^T`, the
+  fastest form from 16 rows in `python -m zoo.bench --matmul`; ten times slower at one
+  row, so decode keeps `x @ W_t`): a candidate the bench measures, at twice the
+  projections' bytes.
   Each weights layout is the steps it takes (`WEIGHT_STEPS`): a new one is a row there.
 - keys: "bhtd" keeps the key cache as `[B, H, T, D]` like the value cache, so every step
   transposes the whole cache for `q @ K^T`; "bhdt" stores it `[B, H, D, T]`, and the step
@@ -47,6 +52,7 @@ WEIGHT_STEPS: dict[str, tuple[str, ...]] = {
     "blocked": ("block-mlp", "transpose"),
     "blocked-wide": ("block-mlp", "transpose", "block-wide"),
     "blocked-rows": ("block-mlp", "transpose", "rows"),
+    "weight-first-prefill": ("transpose", "weight-first"),
 }
 WEIGHT_LAYOUTS = tuple(WEIGHT_STEPS)
 MLP_BLOCK = 3584  # "blocked": the widest MLP block (Qwen3.5-0.8B's 3584 stays whole)
@@ -99,15 +105,21 @@ def rows_as_batch(x: torch.Tensor, weight_t: torch.Tensor) -> torch.Tensor:
     return (x.unsqueeze(-2) @ weight_t).squeeze(-2)
 
 
+WEIGHT_FIRST_ROWS = 16  # "weight-first-prefill": calls of this many rows or more
+
+
 class TransposedLinear(nn.Module):
     """`x @ weight_t (+ bias)` with `weight_t` stored `[in, out]`: what `nn.Linear` computes.
-    With `rows` set, each row of `x` is its own matmul (`rows_as_batch`)."""
+    With `rows` set, each row of `x` is its own matmul (`rows_as_batch`); with `weight` (the
+    same matrix `[out, in]`), calls of `WEIGHT_FIRST_ROWS` rows or more compute
+    `(weight @ x^T)^T` (the row count is fixed when a function is traced)."""
 
     rows = False
 
     def __init__(self, weight_t: torch.Tensor, bias: torch.Tensor | None = None) -> None:
         super().__init__()
         self.weight_t = nn.Parameter(weight_t, requires_grad=False)
+        self.register_parameter("weight", None)  # "weight-first-prefill" sets it
         self.bias = None if bias is None else nn.Parameter(bias, requires_grad=False)
 
     @classmethod
@@ -118,7 +130,10 @@ class TransposedLinear(nn.Module):
         return cls(weight.detach().t().contiguous(), None if bias is None else bias.detach())
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        out = rows_as_batch(x, self.weight_t) if self.rows else x @ self.weight_t
+        if self.weight is not None and x.shape[-2] >= WEIGHT_FIRST_ROWS:
+            out = (self.weight @ x.transpose(-1, -2)).transpose(-1, -2)
+        else:
+            out = rows_as_batch(x, self.weight_t) if self.rows else x @ self.weight_t
         return out if self.bias is None else out + self.bias
 
 
@@ -222,6 +237,13 @@ def _rows(model: nn.Module) -> None:
             module.rows = True
 
 
+def _weight_first(model: nn.Module) -> None:
+    for module in model.modules():
+        if isinstance(module, TransposedLinear) and module.weight is None:
+            weight = module.weight_t.detach().t().contiguous()
+            module.weight = nn.Parameter(weight, requires_grad=False)
+
+
 # step -> (what it does, whether a model shows it); applied in this order (blocking the
 # MLP before transposing keeps its weights from being copied twice)
 _STEPS = {
@@ -229,6 +251,10 @@ _STEPS = {
     "transpose": (_transpose, lambda m: isinstance(m, TransposedLinear)),
     "block-wide": (_block_wide, lambda m: isinstance(m, BlockedLinear)),
     "rows": (_rows, lambda m: isinstance(m, TransposedLinear | BlockedGatedMLP) and m.rows),
+    "weight-first": (
+        _weight_first,
+        lambda m: isinstance(m, TransposedLinear) and m.weight is not None,
+    ),
 }
 
 

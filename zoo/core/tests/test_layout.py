@@ -185,3 +185,15 @@ def test_rows_as_a_batch_computes_the_same_and_exports(tmp_path):
     model = MLPToy().eval()
     assert_layout_keeps_the_function(model, torch.tensor([[1, 4, 63, 9]]), "blocked-rows", tmp_path)
     assert model.proj.rows and model.lm_head.rows and model.mlp.rows
+
+
+def test_weight_first_prefill_computes_the_same_at_one_row_and_at_a_chunk(tmp_path):
+    """Rows below WEIGHT_FIRST_ROWS take `x @ W_t`, a chunk `(W @ x^T)^T`: both the same."""
+    from zoo.core.layout import WEIGHT_FIRST_ROWS
+
+    torch.manual_seed(0)
+    for length in (1, WEIGHT_FIRST_ROWS):
+        model = MLPToy().eval()
+        ids = torch.randint(0, 64, (1, length))
+        assert_layout_keeps_the_function(model, ids, "weight-first-prefill", tmp_path / str(length))
+        assert model.proj.weight.shape == (16, 16) and model.proj.weight_t.shape == (16, 16)
