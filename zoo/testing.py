@@ -26,6 +26,10 @@ TEST_LAYOUTS = {
     "default": {},
     "as-authored": {"weights": "linear", "keys": "bhtd"},
     "ranges": {"layers_per_function": 1},  # one function per layer (zoo.core.ranges)
+    # attention spans of 8 and 16 columns below the 64 of the tests' context: a 10-token
+    # prompt and 8 new tokens call all three (zoo.core.decode.DecodeSpec.spans)
+    "spans": {"spans": [8, 16]},
+    "ranges-spans": {"layers_per_function": 1, "spans": [8, 16]},
 }
 
 
@@ -190,21 +194,26 @@ def runtime_feed_logits(asset: str, pieces: list[list[int]]) -> list[list[float]
         return [generator.feed(piece).tolist() for piece in pieces]
 
 
-def check_ranges_compute_the_same(assets: ExportedAssets, variant: str, strategy: str) -> None:
-    """The asset exported as one function per layer computes what the one-function asset
-    computes: prefill pipelined over the ranges (three chunks at once), then single steps."""
+def check_layout_computes_the_same(
+    assets: ExportedAssets, variant: str, strategy: str, layout: str
+) -> None:
+    """The asset exported in `layout` (layer ranges, attention spans) computes what the
+    one-function, whole-context asset computes: three chunks of prefill (pipelined over the
+    ranges, each chunk on the shortest span that holds it), then single steps."""
     import numpy as np
 
     from zoo.core.decode import DecodeSpec
     from zoo.lab.isolate import run_isolated
 
-    ranged, whole = assets[variant, strategy, "ranges"], assets[variant, strategy]
-    spec = DecodeSpec.of_asset(ranged)
-    assert spec.function_names("prefill") == [f"prefill_{i}" for i in range(len(spec.ranges))]
-    assert len(spec.ranges) > 1, "the tiny model should have two layers or more"
-    chunk = spec.chunk
-    pieces = [[(7 * i + 3) % 97 + 1 for i in range(3 * chunk + 1)], [5], [9, 11]]
-    got = run_isolated(runtime_feed_logits, str(ranged), pieces, timeout=300)
+    other, whole = assets[variant, strategy, layout], assets[variant, strategy]
+    spec, asked = DecodeSpec.of_asset(other), TEST_LAYOUTS[layout]
+    if "layers_per_function" in asked:
+        assert spec.function_names("prefill") == [f"prefill_{i}" for i in range(len(spec.ranges))]
+        assert len(spec.ranges) > 1, "the tiny model should have two layers or more"
+    assert spec.spans == asked.get("spans")
+    chunk = spec.chunk  # a chunk and two steps more than the spans hold: every span is called
+    pieces = [[(7 * i + 3) % 97 + 1 for i in range(3 * chunk + 1)], [5], [9, 11], [4] * (chunk + 2)]
+    got = run_isolated(runtime_feed_logits, str(other), pieces, timeout=300)
     want = run_isolated(runtime_feed_logits, str(whole), pieces, timeout=300)
     assert got.ok and want.ok, (got.summary(), want.summary())
     assert np.abs(np.array(got.result) - np.array(want.result)).max() < 1e-5

@@ -12,7 +12,10 @@ process, the one-function decoder in torch eager:
   depend on each other),
 - the CPU cores the prefill kept busy.
 
-`--record DIR` writes `bench-ranges.json`. Not a test: minutes of exports, timings.
+`--spans 128,512` times every cell twice, as exported and with those attention spans
+(`zoo.core.decode.DecodeSpec.spans`; eager reads the same spans), and records
+`bench-ranges-spans.json`. `--record DIR` writes `bench-ranges.json`. Not a test: minutes
+of exports, timings.
 """
 
 from __future__ import annotations
@@ -46,10 +49,11 @@ def ranges_cell(
     workdir: str,
     prompts: tuple[int, ...] = PROMPTS,
     weights: str = "auto",
+    spans: list[int] | None = None,
 ) -> dict:
     """Export and time one cell (run it with `run_isolated`); the longest of `prompts`
     gives prefill tok/s. `weights`: a weights layout (`zoo.core.layout`; "auto": this
-    platform's default)."""
+    platform's default); `spans`: attention spans, in the runtime's calls and eager's."""
     from zoo.bench.cells import _eager_first_token, _inputs
     from zoo.bench.measure import cores_busy, median_seconds
     from zoo.bench.shapes import ALL_SHAPES, build_decoder
@@ -62,10 +66,11 @@ def ranges_cell(
     model = build_decoder(shape, strategy)
     layout = apply_layout(model, weights=weights, keys=default_layout()["keys"])
     spec = decode_spec(model, chunk)
+    spec.spans = spans
     layers = len(model.layers)
     if ranges > 1:
         spec.ranges = split_layers(layers, math.ceil(layers / ranges))
-    asset = os.path.join(workdir, f"{shape_name}-{ranges}-{chunk}.aimodel")
+    asset = os.path.join(workdir, f"{shape_name}-{ranges}-{chunk}-{len(spans or [])}.aimodel")
     started = time.perf_counter()
     export_decoder(model, spec, asset, overwrite=True)
     export_s = time.perf_counter() - started
@@ -104,6 +109,8 @@ def ranges_cell(
         "ranges": ranges,
         "layers per range": ", ".join(str(b - a) for a, b in spec.ranges or [[0, layers]]),
         "weights": layout["weights"],
+        "capacity": spec.capacity,
+        "spans": ", ".join(map(str, spans)) if spans else "none",
         "prefill tok/s": round(longest / runtime[longest], 1),
         "eager prefill tok/s": round(longest / eager[longest], 1),
         "prefill runtime / eager": round(eager[longest] / runtime[longest], 2),
@@ -130,14 +137,23 @@ def main(argv: list[str] | None = None) -> int:
         help="weights layout of every cell (zoo.core.layout; default: this platform's); "
         "another than the default records bench-ranges-<layout>.json",
     )
+    parser.add_argument(
+        "--spans",
+        type=lambda text: [int(n) for n in text.split(",")],
+        default=None,
+        metavar="N,M",
+        help="time each cell without and with these attention spans (bench-ranges-spans.json)",
+    )
     parser.add_argument("--record", metavar="DIR", help="write bench-ranges.json there")
     args = parser.parse_args(argv)
     rows = []
+    spans_tried = [None, args.spans] if args.spans else [None]
     with tempfile.TemporaryDirectory(prefix="zoo-bench-ranges-") as workdir:
         for shape in args.shapes.split(","):
             for chunk in map(int, args.chunks.split(",")):
-                for ranges in map(int, args.ranges.split(",")):
-                    say(f"{shape}: chunk {chunk}, {ranges} range(s) ...")
+                cells = [(r, s) for r in map(int, args.ranges.split(",")) for s in spans_tried]
+                for ranges, spans in cells:
+                    say(f"{shape}: chunk {chunk}, {ranges} range(s), spans {spans} ...")
                     outcome = run_isolated(
                         ranges_cell,
                         shape,
@@ -146,6 +162,7 @@ def main(argv: list[str] | None = None) -> int:
                         workdir,
                         PROMPTS,
                         args.weights_layout,
+                        spans,
                         timeout=1800,
                     )
                     if not outcome.ok:
@@ -155,6 +172,7 @@ def main(argv: list[str] | None = None) -> int:
                                 "shape": shape,
                                 "chunk": chunk,
                                 "ranges": ranges,
+                                "spans": ", ".join(map(str, spans)) if spans else "none",
                                 "outcome": outcome.summary(),
                             }
                         )
@@ -168,6 +186,8 @@ def main(argv: list[str] | None = None) -> int:
         name = "bench-ranges"
         if args.weights_layout not in ("auto", default_layout()["weights"]):
             name += f"-{args.weights_layout}"
+        if args.spans:
+            name += "-spans"
         print(write_record(args.record, name, {"rows": rows}))
     return 0 if all(row["outcome"] == "ran" for row in rows) else 1
 

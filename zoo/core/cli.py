@@ -11,7 +11,7 @@ from pathlib import Path
 
 from zoo.core.checkpoint import weight_count
 from zoo.core.compress import PRESETS, get_preset
-from zoo.core.decode import Generator
+from zoo.core.decode import Generator, check_spans
 from zoo.core.export import check_destination, check_room
 from zoo.core.kv import STRATEGIES
 from zoo.core.layout import KEY_LAYOUTS, WEIGHT_LAYOUTS, default_chunk, resolve_layout
@@ -61,6 +61,11 @@ def layers_per_function(text: str) -> int:
     from zoo.core.ranges import NEURAL_ENGINE_LAYERS
 
     return NEURAL_ENGINE_LAYERS if text.strip().lower() == "ane" else whole_number(1)(text)
+
+
+def spans(text: str) -> list[int]:
+    """`128,512` -> [128, 512] (checked against the chunk and capacity once both are known)."""
+    return [whole_number(1)(piece.strip()) for piece in text.split(",")]
 
 
 def non_negative_float(text: str) -> float:
@@ -142,6 +147,14 @@ def build_parser(model_name: str, strategies: list[str]) -> argparse.ArgumentPar
         help="export the decoder as layer ranges of at most N layers, one function each: "
         "prefill runs two ranges at once here; 'ane' = 8, the most the Neural Engine is "
         "reported to compile (docs/performance.md#layer-ranges)",
+    )
+    export.add_argument(
+        "--spans",
+        type=spans,
+        default=None,
+        metavar="N,M,...",
+        help="also export prefill and decode attending over the cache's first N, M, ... "
+        "columns: a short context reads less of the cache (docs/performance.md#attention-spans)",
     )
     export.add_argument("--overwrite", action="store_true", help="replace an existing asset")
     export.add_argument(
@@ -252,6 +265,7 @@ def _export(args, entry, export) -> int:
         args.chunk = min(default_chunk(), args.capacity)
     if args.chunk > args.capacity:
         raise ValueError(f"--chunk {args.chunk} is longer than --capacity {args.capacity}")
+    check_spans(args.spans, args.chunk, args.capacity)
     preset = get_preset(args.compress)
     if args.layers_per_function is not None:
         from zoo.core.ranges import check_splittable
@@ -284,6 +298,8 @@ def _export(args, entry, export) -> int:
         ranges = split_layers(len(model.layers), args.layers_per_function)
         layout["layers_per_function"] = args.layers_per_function
         say(f"{len(model.layers)} layers as {len(ranges)} ranges: {ranges}")
+    if args.spans:
+        layout["spans"] = args.spans
     say(
         f"exporting prefill ({args.chunk} tokens) + decode to {args.output} "
         f"(weights {args.compress}, layout {stored['weights']}, keys {stored['keys']}) ..."
@@ -308,6 +324,10 @@ def _export_engine(args, entry) -> int:
     check_bundle_destination(args.output, args.overwrite, args.checkpoint)
     if args.keys_layout == "bhdt":
         raise ValueError("--target apple-engine stores keys [B, H, T, D]: drop --keys-layout")
+    if args.spans or args.layers_per_function is not None:
+        raise ValueError(
+            "--target apple-engine has its own functions: drop --spans and --layers-per-function"
+        )
     say(
         f"loading {args.checkpoint} for Apple's engine contract (context up to "
         f"{args.capacity}, {args.compress} weights)"

@@ -52,6 +52,21 @@ def check_capacity(capacity: int) -> None:
         )
 
 
+def check_spans(spans: Sequence[int] | None, chunk: int, capacity: int) -> None:
+    """Attention spans an export can have: whole numbers, ascending, each holding a prefill
+    chunk and shorter than the context (the context itself is always exported)."""
+    if spans is None:
+        return
+    for span in spans:
+        if isinstance(span, bool) or not isinstance(span, int) or not chunk <= span < capacity:
+            raise ValueError(
+                f"an attention span must be a whole number from the prefill chunk ({chunk}) "
+                f"to below the capacity ({capacity}), got {span!r}"
+            )
+    if list(spans) != sorted(set(spans)):
+        raise ValueError(f"attention spans must be ascending and distinct, got {list(spans)}")
+
+
 @dataclass
 class DecodeSpec:
     """What the host must know to drive an exported decoder; stored in its metadata."""
@@ -77,6 +92,10 @@ class DecodeSpec:
     # layer ranges [start, stop): each function kind exported once per range, `prefill_0`,
     # `prefill_1`, ... (None: one function a kind, `prefill`)
     ranges: list[list[int]] | None = None
+    # attention spans shorter than the context: prefill and decode exported once more per
+    # span, attending over the cache's first `span` columns only (`prefill_s256`, ...); the
+    # host calls the shortest span that holds the step (None: every call reads `capacity`)
+    spans: list[int] | None = None
 
     def __post_init__(self) -> None:
         # a hand-edited or damaged metadata.json must not decode silently wrong: a stop id
@@ -86,13 +105,21 @@ class DecodeSpec:
                 raise ValueError(f"stop id {token!r} is not a token id")
             if not 0 <= token < self.vocab_size:
                 raise ValueError(f"stop id {token} is outside the vocabulary")
+        check_spans(self.spans, self.chunk, self.capacity)
 
-    def function_names(self, kind: str) -> list[str]:
+    def function_names(self, kind: str, span: int | None = None) -> list[str]:
         """The asset's functions that make one `kind` call ("prefill", "decode", "score"),
-        in the order the host calls them."""
+        in the order the host calls them; `span` names those of an attention span (None or
+        the capacity: the whole context)."""
+        if span not in (None, self.capacity):
+            kind = f"{kind}_s{span}"
         if not self.ranges:
             return [kind]
         return [f"{kind}_{index}" for index in range(len(self.ranges))]
+
+    def span_for(self, end: int) -> int:
+        """The shortest attention span that holds positions up to `end` (exclusive)."""
+        return next((span for span in self.spans or [] if end <= span), self.capacity)
 
     @classmethod
     def of_asset(cls, asset: str | os.PathLike) -> DecodeSpec:
@@ -107,12 +134,21 @@ class DecodeSpec:
                 f"{asset}/metadata.json: its decode spec is damaged ({error}); export again"
             ) from None
 
-    def host_inputs(self, position: int, length: int) -> dict[str, np.ndarray]:
-        """Everything but `input_ids` for `length` tokens starting at `position`."""
+    def host_inputs(
+        self, position: int, length: int, span: int | None = None
+    ) -> dict[str, np.ndarray]:
+        """Everything but `input_ids` for `length` tokens starting at `position`; the masks
+        of a function attending over `span` columns (None: the whole context)."""
+        span = self.capacity if span is None else span
         if position + length > self.capacity:
             raise ContextFullError(
                 f"the context holds {self.capacity} tokens and this step needs positions "
                 f"{position}..{position + length - 1}; export with a larger --capacity"
+            )
+        if position + length > span:
+            raise ValueError(
+                f"positions {position}..{position + length - 1} are past an attention span "
+                f"of {span}: call a longer span's function (DecodeSpec.span_for)"
             )
         inputs = {"positions": np.arange(position, position + length, dtype=np.int32)[None]}
         inputs.update(get_strategy(self.strategy).host_inputs(position, self.capacity, length))
@@ -122,6 +158,9 @@ class DecodeSpec:
                 position + np.arange(length)[:, None] - self.sliding_window
             )
             inputs["sliding_mask"] = causal_mask(rows & recent)
+        for name in ("attn_mask", "sliding_mask"):  # a span reads the first columns only
+            if name in inputs:
+                inputs[name] = np.ascontiguousarray(inputs[name][..., :span])
         return inputs
 
     def token_inputs(self, ids: np.ndarray, tables: dict) -> dict[str, np.ndarray]:
@@ -157,9 +196,11 @@ class FlatDecoder(torch.nn.Module):
         spec: DecodeSpec,
         last_row_only: bool = False,
         layers: Sequence[int] | None = None,
+        span: int | None = None,
     ) -> None:
         super().__init__()
         self.model, self.spec, self.last_row_only = model, spec, last_row_only
+        self.span = span  # attention span: masks this many columns wide (None: capacity)
         self.input_names = list(example_inputs(spec, 1)[0])
         self.state_names = list(spec.state_shapes)
         self.outputs = ["logits"]
@@ -180,7 +221,7 @@ class FlatDecoder(torch.nn.Module):
 
     def example_inputs(self, length: int) -> tuple[dict, tuple[torch.Tensor, ...]]:
         """Zero inputs (named) and the forward arguments of one call of `length` tokens."""
-        inputs = example_inputs(self.spec, length)[0]
+        inputs = example_inputs(self.spec, length, self.span)[0]
         if "hidden" in self.input_names:
             from zoo.core.ranges import carried_shapes
 
@@ -244,13 +285,16 @@ def export_decoder(
         raise ValueError(
             f"the score chunk must hold 1 to {spec.capacity} tokens, got {spec.score_chunk}"
         )
-    functions = [("prefill", spec.chunk), ("decode", 1)]
-    if spec.score_chunk is not None:
-        functions.append(("score", spec.score_chunk))
+    check_spans(spec.spans, spec.chunk, spec.capacity)
+    spans = [*(spec.spans or []), None]
+    functions = [("prefill", spec.chunk, s) for s in spans] + [("decode", 1, s) for s in spans]
+    if spec.score_chunk is not None:  # scoring reads long texts: the whole context only
+        functions.append(("score", spec.score_chunk, None))
     entries = []
-    for kind, length in functions:
-        for name, layers in zip(spec.function_names(kind), spec.ranges or [None], strict=True):
-            module = FlatDecoder(model, spec, last_row_only=kind == "prefill", layers=layers)
+    for kind, length, span in functions:
+        names = spec.function_names(kind, span)
+        for name, layers in zip(names, spec.ranges or [None], strict=True):
+            module = FlatDecoder(model, spec, kind == "prefill", layers, span)
             inputs, arguments = module.example_inputs(length)
             entry = EntryPoint(
                 name, module, arguments, list(inputs), module.outputs, module.state_names
@@ -316,6 +360,7 @@ def export_model(
     compress: str | Preset = "fp32",
     score_chunk: int | None = None,
     layers_per_function: int | None = None,
+    spans: Sequence[int] | None = None,
 ) -> Path:
     """Export a loaded zoo decoder (`zoo.<model>.load_<model>`) as prefill + decode.
 
@@ -328,7 +373,9 @@ def export_model(
     adds a `score` function returning every row's logits (`Generator.score`, `zoo.quality`).
     `layers_per_function` exports each function as consecutive layer ranges of at most that
     many layers (`zoo.core.ranges`: prefill with two calls in flight; the Neural Engine's
-    chunks).
+    chunks). `spans` (ascending, each below the capacity) adds prefill and decode functions
+    that attend over the cache's first `span` columns only: the host calls the shortest one
+    that holds the context so far (docs/performance.md#attention-spans).
     """
     from zoo.core.compress import get_preset
 
@@ -351,6 +398,8 @@ def export_model(
     spec = decode_spec(model, chunk, source.name if source is not None else None)
     spec.compression, spec.compression_detail = preset.name, preset.detail
     spec.score_chunk = score_chunk
+    check_spans(spans, chunk, spec.capacity)
+    spec.spans = list(spans) if spans else None
     if layers_per_function is not None:
         from zoo.core.ranges import check_splittable, split_layers
 
@@ -377,9 +426,12 @@ def torch_logits(model: torch.nn.Module, ids: list[int]) -> torch.Tensor:
         return model(torch.tensor([ids], dtype=torch.int32), step.pop("positions"), step, states)
 
 
-def example_inputs(spec: DecodeSpec, length: int) -> tuple[dict, tuple[torch.Tensor, ...]]:
-    """Zero inputs (named) and the forward arguments of one call of `length` tokens."""
-    inputs = {"input_ids": np.zeros((1, length), np.int32), **spec.host_inputs(0, length)}
+def example_inputs(
+    spec: DecodeSpec, length: int, span: int | None = None
+) -> tuple[dict, tuple[torch.Tensor, ...]]:
+    """Zero inputs (named) and the forward arguments of one call of `length` tokens
+    (masks `span` columns wide: None, the whole context)."""
+    inputs = {"input_ids": np.zeros((1, length), np.int32), **spec.host_inputs(0, length, span)}
     for name, sidecar in spec.sidecars.items():
         inputs[name] = np.zeros((1, length, sidecar["width"]), np.float32)
     states = tuple(torch.zeros(shape) for shape in spec.state_shapes.values())
@@ -434,6 +486,12 @@ class Generator:
             for kind in ("prefill", "decode", "score")
             if kind != "score" or self.spec.score_chunk
         }
+        # the same calls over the first `span` columns of the caches (DecodeSpec.spans)
+        self.spanned = {
+            (kind, span): [self.model.function(n) for n in self.spec.function_names(kind, span)]
+            for kind in ("prefill", "decode")
+            for span in self.spec.spans or []
+        }
         self.sidecars = self.spec.open_sidecars(asset)  # rows looked up per token
         self.reset()
 
@@ -469,13 +527,21 @@ class Generator:
             logits = self._call("decode", [token])
         return logits[0, -1].astype(np.float32)
 
-    def _inputs(self, function, piece: list[int], position: int, carried=None) -> dict:
+    def _functions(self, kind: str, end: int) -> tuple[list, int | None]:
+        """The functions of one `kind` call ending before position `end`: the shortest
+        attention span's that holds it, and that span (None: the whole context)."""
+        span = self.spec.span_for(end) if kind != "score" else self.spec.capacity
+        if (kind, span) in self.spanned:
+            return self.spanned[kind, span], span
+        return self.functions[kind], None
+
+    def _inputs(self, function, piece: list[int], position: int, carried=None, span=None) -> dict:
         """What `function` declares, for `piece` at `position` (`carried`: what the earlier
-        ranges passed on to a later one, by input name)."""
+        ranges passed on to a later one, by input name; `span`: its attention span)."""
         ids_array = np.array([piece], np.int32)
         inputs = {
             "input_ids": ids_array,
-            **self.spec.host_inputs(position, len(piece)),
+            **self.spec.host_inputs(position, len(piece), span),
             **self.spec.token_inputs(ids_array, self.sidecars),
         }
         inputs.update(carried or {})
@@ -486,15 +552,16 @@ class Generator:
             if name in function.inputs
         }
 
-    def _start(self, function, piece: list[int], position: int, carried=None):
+    def _start(self, function, piece: list[int], position: int, carried=None, span=None):
         states = {name: self.states[name] for name in function.state_names}
-        return function.start(self._inputs(function, piece, position, carried), states)
+        return function.start(self._inputs(function, piece, position, carried, span), states)
 
     def _call(self, kind: str, piece: list[int]) -> np.ndarray:
         """One `kind` call on `piece` at the current position, range after range: logits."""
         carried: dict = {}
-        for function in self.functions[kind]:
-            outputs = self._start(function, piece, self.position, carried).result()
+        functions, span = self._functions(kind, self.position + len(piece))
+        for function in functions:
+            outputs = self._start(function, piece, self.position, carried, span).result()
             carried = passed_on(carried, outputs)
         self.position += len(piece)
         return outputs["logits"]
@@ -505,19 +572,25 @@ class Generator:
         k - 1. Each state sees one call at a time, in chunk order: a call whose states a
         running call also holds (Gemma 4's KV-shared layers read an earlier range's cache)
         waits for it."""
-        functions = self.functions["prefill"]
         chunk = self.spec.chunk
+        # each chunk's functions: the shortest attention span that holds it
+        calls = [
+            self._functions("prefill", self.position + (k + 1) * chunk) for k in range(len(pieces))
+        ]
+        ranges = len(self.functions["prefill"])
         carried: list[dict] = [{} for _ in pieces]  # what each chunk's next range reads
-        for wave in range(len(pieces) + len(functions) - 1):
-            first = max(0, wave - len(functions) + 1)
+        for wave in range(len(pieces) + ranges - 1):
+            first = max(0, wave - ranges + 1)
             running: list = []  # (chunk, call, its states), oldest chunk first
             for k in range(first, min(wave, len(pieces) - 1) + 1):
+                functions, span = calls[k]
                 function = functions[wave - k]
                 held = set(function.state_names)
                 for other in [r for r in running if r[2] & held]:
                     self._finish(other, carried)
                     running.remove(other)
-                call = self._start(function, pieces[k], self.position + k * chunk, carried[k])
+                position = self.position + k * chunk
+                call = self._start(function, pieces[k], position, carried[k], span)
                 running.append((k, call, held))
             for entry in running:
                 self._finish(entry, carried)

@@ -17,12 +17,19 @@ def attend(
 
     q `[B, H, T, D]`, v `[B, kv_heads, S, D]`, k `[B, kv_heads, S, D]` (or `[B, kv_heads, D, S]`
     with `keys_transposed`), mask additive, one head: `[1, 1, T, S]`, `[1, 1, 1, S]` or
-    `[T, S]`. Each key head serves `H / kv_heads` query heads: the queries are grouped
+    `[T, S]`; a mask of fewer columns than the cache reads only the cache's first columns (an
+    attention span). Each key head serves `H / kv_heads` query heads: the queries are grouped
     by reshaping instead of repeating the cache, and keys stored transposed are used as they
     are; on the Linux CPU runtime both copies cost more than the attention itself at 2k context
     (docs/performance.md).
     """
     batch, heads, length, dim = q.shape
+    if mask is not None and mask.shape[-1] < v.shape[-2]:
+        # an attention span (zoo.core.decode): a mask narrower than the cache attends over
+        # its first columns only; the runtime's cost follows the columns it reads
+        span = mask.shape[-1]
+        k = k[..., :span] if keys_transposed else k[..., :span, :]
+        v = v[..., :span, :]
     kv_heads = k.shape[1]
     groups = heads // kv_heads
     scale = dim**-0.5 if scale is None else scale

@@ -20,7 +20,7 @@ from zoo.core.decode import torch_logits
 from zoo.gemma3 import Gemma3Config, load_gemma3, reference_model
 from zoo.testing import (
     check_cli_export_and_generate,
-    check_ranges_compute_the_same,
+    check_layout_computes_the_same,
     check_runtime_greedy,
 )
 
@@ -106,4 +106,11 @@ def test_layer_ranges_decode_like_transformers_and_like_one_function(checkpoints
     check_runtime_greedy(
         "gemma3", checkpoints, assets, "default", strategy, PROMPT, layout="ranges"
     )
-    check_ranges_compute_the_same(assets, "default", strategy)
+    check_layout_computes_the_same(assets, "default", strategy, "ranges")
+
+
+def test_attention_spans_narrow_the_sliding_and_the_full_masks_alike(checkpoints, assets):
+    """Spans of 8 and 16 columns: both masks of a span are cut to its columns."""
+    strategy = "input-mask-blend"
+    check_runtime_greedy("gemma3", checkpoints, assets, "default", strategy, PROMPT, layout="spans")
+    check_layout_computes_the_same(assets, "default", strategy, "spans")

@@ -139,6 +139,12 @@ CASES = [
     ("export ck out/x.aimodel --chunk 100 --capacity 64", 2, "--chunk 100 is longer"),
     ("export ck out/x.aimodel --layers-per-function 0", 2, "0 is less than 1"),
     ("export ck out/x.aimodel --layers-per-function many", 2, "'many' is not a whole number"),
+    ("export ck out/x.aimodel --spans 0", 2, "0 is less than 1"),
+    ("export ck out/x.aimodel --spans 8,,16", 2, "'' is not a whole number"),
+    ("export ck out/x.aimodel --capacity 64 --chunk 4 --spans 64", 2, "to below the capacity (64)"),
+    ("export ck out/x.aimodel --capacity 64 --chunk 4 --spans 2", 2, "from the prefill chunk (4)"),
+    ("export ck out/x.aimodel --spans 32,16", 2, "ascending and distinct, got [32, 16]"),
+    ("export ck out/bundle --target apple-engine --spans 16", 2, "drop --spans"),
     ("export ck g4.aimodel", 2, "g4.aimodel already exists"),
     ("export ck ck/x.aimodel --overwrite", 2, "inside) the checkpoint"),
     ("export ck ck.aimodel --overwrite", 0, ""),  # a name like the checkpoint's is fine

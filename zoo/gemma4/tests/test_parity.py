@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from zoo.gemma4 import load_gemma4, reference_model, torch_logits
-from zoo.testing import check_ranges_compute_the_same, check_runtime_greedy
+from zoo.testing import check_layout_computes_the_same, check_runtime_greedy
 
 from .conftest import CAPACITY, CHUNK
 
@@ -55,4 +55,14 @@ def test_layer_ranges_decode_like_transformers_and_like_one_function(checkpoints
     check_runtime_greedy(
         "gemma4", checkpoints, assets, "kv-sharing", strategy, PROMPT, layout="ranges"
     )
-    check_ranges_compute_the_same(assets, "kv-sharing", strategy)
+    check_layout_computes_the_same(assets, "kv-sharing", strategy, "ranges")
+
+
+def test_attention_spans_read_the_shared_caches_alike(checkpoints, assets):
+    """Spans of 8 and 16 columns: a KV-shared layer reads its writer's cache through the
+    same narrowed masks."""
+    strategy = STRATEGIES[0]
+    check_runtime_greedy(
+        "gemma4", checkpoints, assets, "kv-sharing", strategy, PROMPT, layout="spans"
+    )
+    check_layout_computes_the_same(assets, "kv-sharing", strategy, "spans")

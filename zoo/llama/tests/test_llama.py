@@ -20,8 +20,8 @@ from zoo.core.kv import get_strategy
 from zoo.llama import ENTRY, load_llama
 from zoo.testing import (
     check_cli_export_and_generate,
+    check_layout_computes_the_same,
     check_logits_match_transformers,
-    check_ranges_compute_the_same,
     check_runtime_greedy,
 )
 
@@ -84,7 +84,18 @@ def test_cli_export_and_generate(checkpoints, tmp_path):
 def test_layer_ranges_decode_like_transformers_and_like_one_function(checkpoints, assets, strategy):
     """One function per layer (`--layers-per-function 1`), prefill pipelined over them."""
     check_runtime_greedy("llama", checkpoints, assets, "default", strategy, PROMPT, layout="ranges")
-    check_ranges_compute_the_same(assets, "default", strategy)
+    check_layout_computes_the_same(assets, "default", strategy, "ranges")
+
+
+@pytest.mark.parametrize("layout", ["spans", "ranges-spans"])
+@pytest.mark.parametrize("strategy", ["runtime-index", "input-mask-blend"])
+def test_attention_spans_decode_like_transformers_and_like_the_whole_context(
+    checkpoints, assets, strategy, layout
+):
+    """Spans of 8 and 16 columns (`--spans 8,16`), alone and with one function per layer:
+    each call reads only the cache columns its span holds, and computes the same."""
+    check_runtime_greedy("llama", checkpoints, assets, "default", strategy, PROMPT, layout=layout)
+    check_layout_computes_the_same(assets, "default", strategy, layout)
 
 
 def test_mistral_sliding_window_exports_while_the_cache_fits_inside_it(tmp_path):

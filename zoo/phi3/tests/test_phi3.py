@@ -21,8 +21,8 @@ from zoo.core.decode import torch_logits
 from zoo.phi3 import ENTRY, load_phi3
 from zoo.testing import (
     check_cli_export_and_generate,
+    check_layout_computes_the_same,
     check_logits_match_transformers,
-    check_ranges_compute_the_same,
     check_runtime_greedy,
 )
 
@@ -101,7 +101,7 @@ def test_layer_ranges_decode_like_transformers_and_like_one_function(checkpoints
     check_runtime_greedy(
         "phi3", checkpoints, assets, "phi4-mini", strategy, PROMPT, layout="ranges"
     )
-    check_ranges_compute_the_same(assets, "phi4-mini", strategy)
+    check_layout_computes_the_same(assets, "phi4-mini", strategy, "ranges")
 
 
 def test_the_old_su_spelling_is_refused_as_transformers_refuses_it():

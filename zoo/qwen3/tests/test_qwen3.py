@@ -19,8 +19,8 @@ from zoo.core.decode import torch_logits
 from zoo.qwen3 import ENTRY, load_qwen3
 from zoo.testing import (
     check_cli_export_and_generate,
+    check_layout_computes_the_same,
     check_logits_match_transformers,
-    check_ranges_compute_the_same,
     check_runtime_greedy,
 )
 
@@ -76,4 +76,4 @@ def test_cli_export_and_generate(checkpoints, tmp_path):
 def test_layer_ranges_decode_like_transformers_and_like_one_function(checkpoints, assets, strategy):
     """One function per layer (`--layers-per-function 1`), prefill pipelined over them."""
     check_runtime_greedy("qwen3", checkpoints, assets, "default", strategy, PROMPT, layout="ranges")
-    check_ranges_compute_the_same(assets, "default", strategy)
+    check_layout_computes_the_same(assets, "default", strategy, "ranges")

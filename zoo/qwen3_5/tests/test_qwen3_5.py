@@ -20,7 +20,7 @@ from zoo.core.layout import default_layout
 from zoo.qwen3_5 import UnsupportedConfig, load_qwen3_5, reference_model, torch_logits
 from zoo.testing import (
     check_cli_export_and_generate,
-    check_ranges_compute_the_same,
+    check_layout_computes_the_same,
     check_runtime_greedy,
 )
 
@@ -119,4 +119,14 @@ def test_layer_ranges_decode_like_transformers_and_like_one_function(checkpoints
     check_runtime_greedy(
         "qwen3_5", checkpoints, assets, "4-layer", strategy, PROMPT, layout="ranges"
     )
-    check_ranges_compute_the_same(assets, "4-layer", strategy)
+    check_layout_computes_the_same(assets, "4-layer", strategy, "ranges")
+
+
+def test_attention_spans_leave_the_linear_attention_layers_alone(checkpoints, assets):
+    """Spans of 8 and 16 columns: the full-attention layers read fewer cache columns, the
+    GatedDeltaNet layers (no mask, a fixed state) compute as before."""
+    strategy = "runtime-index"
+    check_runtime_greedy(
+        "qwen3_5", checkpoints, assets, "4-layer", strategy, PROMPT, layout="spans"
+    )
+    check_layout_computes_the_same(assets, "4-layer", strategy, "spans")
