@@ -26,8 +26,8 @@ TEST_LAYOUTS = {
     "default": {},
     "as-authored": {"weights": "linear", "keys": "bhtd"},
     "ranges": {"layers_per_function": 1},  # one function per layer (zoo.core.ranges)
-    # attention spans of 8 and 16 columns below the 64 of the tests' context: a 10-token
-    # prompt and 8 new tokens call all three (zoo.core.decode.DecodeSpec.spans)
+    # prefill over attention spans of 8 and 16 columns below the 64 of the tests' context
+    # (zoo.core.decode.DecodeSpec.spans): check_layout_computes_the_same calls all three
     "spans": {"spans": [8, 16]},
     "ranges-spans": {"layers_per_function": 1, "spans": [8, 16]},
 }
@@ -186,12 +186,23 @@ def check_runtime_greedy(
     assert problem is None, f"{problem}: {detail} (expectation: {want_outcome.source})"
 
 
-def runtime_feed_logits(asset: str, pieces: list[list[int]]) -> list[list[float]]:
-    """The logits after each piece fed in turn (run it with `run_isolated`)."""
+def runtime_feed_logits(asset: str, pieces: list[list[int]]) -> dict:
+    """The logits after each piece fed in turn, and the functions the calls ran, in order
+    (run it with `run_isolated`)."""
     from zoo.core.decode import Generator
 
     with Generator(asset) as generator:
-        return [generator.feed(piece).tolist() for piece in pieces]
+        called: list[str] = []
+        choose = generator._functions
+
+        def noted(kind: str, end: int):
+            functions, span = choose(kind, end)
+            called.extend(function.name for function in functions)
+            return functions, span
+
+        generator._functions = noted
+        logits = [generator.feed(piece).tolist() for piece in pieces]
+    return {"logits": logits, "called": called}
 
 
 def check_layout_computes_the_same(
@@ -216,7 +227,12 @@ def check_layout_computes_the_same(
     got = run_isolated(runtime_feed_logits, str(other), pieces, timeout=300)
     want = run_isolated(runtime_feed_logits, str(whole), pieces, timeout=300)
     assert got.ok and want.ok, (got.summary(), want.summary())
-    assert np.abs(np.array(got.result) - np.array(want.result)).max() < 1e-5
+    gap = np.abs(np.array(got.result["logits"]) - np.array(want.result["logits"])).max()
+    assert gap < 1e-5
+    # chunks ending at 4, 8, 12 and 20 (chunk 4): spans 8, 8, 16, then the whole context
+    for span in [*(spec.spans or []), None]:
+        assert all(name in got.result["called"] for name in spec.function_names("prefill", span))
+    assert not any("decode_s" in name for name in got.result["called"])
 
 
 def pytest_addoption(parser) -> None:

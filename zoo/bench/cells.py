@@ -75,8 +75,8 @@ def _inputs(shape: Shape, spec):
     def inputs_at(position: int, length: int) -> dict[str, np.ndarray]:
         # the prompt's own tokens where it has them (first tokens), any tokens past it
         ids = np.array([[prompt[(position + i) % len(prompt)] for i in range(length)]], np.int32)
-        # the shortest attention span that holds the step, as `Generator` (spans exported)
-        span = spec.span_for(position + length)
+        # a prefill chunk on the shortest attention span that holds it, as `Generator`
+        span = spec.span_for(position + length) if length == spec.chunk else None
         return {"input_ids": ids, **spec.host_inputs(position, length, span)}
 
     return inputs_at, prompt

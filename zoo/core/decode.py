@@ -92,9 +92,11 @@ class DecodeSpec:
     # layer ranges [start, stop): each function kind exported once per range, `prefill_0`,
     # `prefill_1`, ... (None: one function a kind, `prefill`)
     ranges: list[list[int]] | None = None
-    # attention spans shorter than the context: prefill and decode exported once more per
-    # span, attending over the cache's first `span` columns only (`prefill_s256`, ...); the
-    # host calls the shortest span that holds the step (None: every call reads `capacity`)
+    # attention spans shorter than the context: prefill exported once more per span,
+    # attending over the cache's first `span` columns only (`prefill_s256`, ...); the host
+    # calls the shortest span that holds the chunk (None: every call reads `capacity`).
+    # Decode stays whole: on the Linux runtime a step's slice of the cache cost more than
+    # the attention it saved (docs/performance.md#attention-spans)
     spans: list[int] | None = None
 
     def __post_init__(self) -> None:
@@ -287,7 +289,7 @@ def export_decoder(
         )
     check_spans(spec.spans, spec.chunk, spec.capacity)
     spans = [*(spec.spans or []), None]
-    functions = [("prefill", spec.chunk, s) for s in spans] + [("decode", 1, s) for s in spans]
+    functions = [("prefill", spec.chunk, s) for s in spans] + [("decode", 1, None)]
     if spec.score_chunk is not None:  # scoring reads long texts: the whole context only
         functions.append(("score", spec.score_chunk, None))
     entries = []
@@ -373,9 +375,9 @@ def export_model(
     adds a `score` function returning every row's logits (`Generator.score`, `zoo.quality`).
     `layers_per_function` exports each function as consecutive layer ranges of at most that
     many layers (`zoo.core.ranges`: prefill with two calls in flight; the Neural Engine's
-    chunks). `spans` (ascending, each below the capacity) adds prefill and decode functions
-    that attend over the cache's first `span` columns only: the host calls the shortest one
-    that holds the context so far (docs/performance.md#attention-spans).
+    chunks). `spans` (ascending, each below the capacity) adds prefill functions that
+    attend over the cache's first `span` columns only: the host calls the shortest one that
+    holds the chunk (docs/performance.md#attention-spans).
     """
     from zoo.core.compress import get_preset
 
@@ -486,10 +488,9 @@ class Generator:
             for kind in ("prefill", "decode", "score")
             if kind != "score" or self.spec.score_chunk
         }
-        # the same calls over the first `span` columns of the caches (DecodeSpec.spans)
+        # prefill over the first `span` columns of the caches (DecodeSpec.spans)
         self.spanned = {
-            (kind, span): [self.model.function(n) for n in self.spec.function_names(kind, span)]
-            for kind in ("prefill", "decode")
+            span: [self.model.function(n) for n in self.spec.function_names("prefill", span)]
             for span in self.spec.spans or []
         }
         self.sidecars = self.spec.open_sidecars(asset)  # rows looked up per token
@@ -529,10 +530,11 @@ class Generator:
 
     def _functions(self, kind: str, end: int) -> tuple[list, int | None]:
         """The functions of one `kind` call ending before position `end`: the shortest
-        attention span's that holds it, and that span (None: the whole context)."""
-        span = self.spec.span_for(end) if kind != "score" else self.spec.capacity
-        if (kind, span) in self.spanned:
-            return self.spanned[kind, span], span
+        attention span's that holds it (prefill only), and that span (None: the whole
+        context)."""
+        span = self.spec.span_for(end)
+        if kind == "prefill" and span in self.spanned:
+            return self.spanned[span], span
         return self.functions[kind], None
 
     def _inputs(self, function, piece: list[int], position: int, carried=None, span=None) -> dict:

@@ -93,7 +93,7 @@ def test_attention_spans_decode_like_transformers_and_like_the_whole_context(
     checkpoints, assets, strategy, layout
 ):
     """Spans of 8 and 16 columns (`--spans 8,16`), alone and with one function per layer:
-    each call reads only the cache columns its span holds, and computes the same."""
+    each prefill chunk reads only the cache columns its span holds, and computes the same."""
     check_runtime_greedy("llama", checkpoints, assets, "default", strategy, PROMPT, layout=layout)
     check_layout_computes_the_same(assets, "default", strategy, layout)
 
