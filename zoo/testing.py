@@ -191,17 +191,11 @@ def runtime_feed_logits(asset: str, pieces: list[list[int]]) -> dict:
     (run it with `run_isolated`)."""
     from zoo.core.decode import Generator
 
+    logits, called = [], []
     with Generator(asset) as generator:
-        called: list[str] = []
-        choose = generator._functions
-
-        def noted(kind: str, end: int):
-            functions, span = choose(kind, end)
-            called.extend(function.name for function in functions)
-            return functions, span
-
-        generator._functions = noted
-        logits = [generator.feed(piece).tolist() for piece in pieces]
+        for piece in pieces:
+            logits.append(generator.feed(piece).tolist())
+            called += generator.ran
     return {"logits": logits, "called": called}
 
 

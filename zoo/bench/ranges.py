@@ -118,6 +118,8 @@ def ranges_cell(
         **{f"eager first token ms ({n})": round(eager[n] * 1e3, 1) for n in prompts},
         **{f"first token runtime / eager ({n})": round(runtime[n] / eager[n], 2) for n in prompts},
         "decode ms": round(float(np.median(steps)) * 1e3, 1),
+        # the spread of the 8 steps: whether two rows' decode differ beyond noise
+        "decode ms (min-max)": f"{min(steps) * 1e3:.1f}-{max(steps) * 1e3:.1f}",
         "cores busy (prefill)": round(cores, 2),
         "export s": round(export_s),
         "series": f"{shape_name}, chunk {chunk}",

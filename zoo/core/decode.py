@@ -494,6 +494,7 @@ class Generator:
             for span in self.spec.spans or []
         }
         self.sidecars = self.spec.open_sidecars(asset)  # rows looked up per token
+        self.ran: list[str] = []  # the functions the last feed() or score() called, in order
         self.reset()
 
     def reset(self) -> None:
@@ -520,6 +521,7 @@ class Generator:
         """Append tokens to the context; returns the logits after the last one. Whole chunks
         go through prefill (pipelined over layer ranges), the rest one token at a time."""
         ids = self._fitting(ids, self.spec.capacity, "export with a larger --capacity")
+        self.ran = []
         chunk = self.spec.chunk
         whole = min(len(ids), self.spec.capacity - self.position) // chunk
         pieces = [ids[i * chunk : (i + 1) * chunk] for i in range(whole)]
@@ -533,9 +535,13 @@ class Generator:
         attention span's that holds it (prefill only), and that span (None: the whole
         context)."""
         span = self.spec.span_for(end)
-        if kind == "prefill" and span in self.spanned:
-            return self.spanned[span], span
-        return self.functions[kind], None
+        functions, span = (
+            (self.spanned[span], span)
+            if kind == "prefill" and span in self.spanned
+            else (self.functions[kind], None)
+        )
+        self.ran.extend(function.name for function in functions)
+        return functions, span
 
     def _inputs(self, function, piece: list[int], position: int, carried=None, span=None) -> dict:
         """What `function` declares, for `piece` at `position` (`carried`: what the earlier
@@ -613,7 +619,7 @@ class Generator:
                 "(zoo.core.decode.export_model) to read every row's logits"
             )
         ids = self._fitting(ids, self.spec.capacity, "score fewer tokens or export longer")
-        rows = []
+        self.ran, rows = [], []
         chunk = self.spec.score_chunk
         while ids:
             piece = ids[:chunk] if len(ids) >= chunk else ids[:1]

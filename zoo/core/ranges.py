@@ -69,11 +69,11 @@ def check_splittable(model: nn.Module | type) -> None:
 
 def prefill_logits(asset: str, ids: list[int]) -> dict:
     """On the runtime (run it with `run_isolated`): the logits after `ids` read in one
-    `Generator.feed` (whole chunks through prefill, pipelined over the ranges), and the
-    asset's prefill functions."""
+    `Generator.feed` (whole chunks through prefill, pipelined over the ranges), the asset's
+    prefill functions, and the functions the feed called in order (`ran`)."""
     from zoo.core.decode import Generator
 
     with Generator(asset) as generator:
         logits = generator.feed(ids)
         names = [function.name for function in generator.functions["prefill"]]
-    return {"logits": logits.tolist(), "prefill functions": names}
+        return {"logits": logits.tolist(), "prefill functions": names, "ran": generator.ran}

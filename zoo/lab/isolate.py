@@ -98,6 +98,10 @@ class Outcome:
         return asdict(self)
 
 
+# set in a child while it loads a .py file to find the function it runs
+LOADING_ENV = "ZOO_ISOLATE_LOADING"
+
+
 def run_isolated(
     function: Callable[..., Any],
     *args: Any,
@@ -109,6 +113,13 @@ def run_isolated(
 
     Arguments and the return value travel as JSON.
     """
+    loading = os.environ.get(LOADING_ENV)
+    if loading:  # without this, each child would load the file and start another child
+        raise RuntimeError(
+            f"{loading} calls run_isolated at its top level, so the child process that loads "
+            "it to find the function would start another child, and so on: put the work "
+            "under `if __name__ == \"__main__\":` or import the function from a module"
+        )
     target = _locate(function)
     with tempfile.TemporaryDirectory(prefix="zoo-isolate-") as tmp:
         call = Path(tmp) / "call.json"
@@ -255,7 +266,11 @@ def _resolve(target: dict) -> Callable[..., Any]:
         namespace = vars(importlib.import_module(target["module"]))
     else:
         sys.path.insert(0, str(Path(target["file"]).parent))
-        namespace = runpy.run_path(target["file"], run_name="__isolated__")
+        os.environ[LOADING_ENV] = target["file"]
+        try:
+            namespace = runpy.run_path(target["file"], run_name="__isolated__")
+        finally:
+            del os.environ[LOADING_ENV]
     obj: Any = None
     for i, part in enumerate(target["qualname"].split(".")):
         obj = namespace[part] if i == 0 else getattr(obj, part)

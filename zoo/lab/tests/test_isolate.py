@@ -93,3 +93,20 @@ def test_a_crashing_child_leaves_no_temporary_files(tmp_path, monkeypatch):
     outcome = run_isolated(isolate_targets.leave_temp_files_and_die)
     assert outcome.status == "crashed" and outcome.signal == "SIGKILL"
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_script_that_isolates_its_own_function_at_top_level_is_named(tmp_path):
+    """A recipe with the work at its top level: the child that loads it to find the function
+    would run it again, and start a child of its own, without end; refused by name."""
+    script = tmp_path / "recipe.py"
+    script.write_text(
+        "from zoo.lab.isolate import run_isolated\n"
+        "def work():\n    return 1\n"
+        "outcome = run_isolated(work, timeout=60)\n"
+        "print(outcome.status, outcome.detail)\n"
+    )
+    ran = run_script(script, timeout=120)
+    assert ran.status == "ok", ran.detail
+    assert ran.stdout_tail.startswith("error ")
+    assert "calls run_isolated at its top level" in ran.stdout_tail
+    assert 'under `if __name__ == "__main__":`' in ran.stdout_tail
