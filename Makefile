@@ -60,6 +60,11 @@ merge: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python -m zoo.bench --record $(or $(RECORDS),docs/records)
 	$(BIN)/python -m zoo.bench --profile --record $(or $(RECORDS),docs/records)
+	# layer ranges and attention spans at the SmolLM2-135M and Gemma 3 270M shapes
+	$(BIN)/python -m zoo.bench.ranges --record $(or $(RECORDS),docs/records)
+	$(BIN)/python -m zoo.bench.ranges --chunks 16 --ranges 1,2 --spans 128,512 \
+	  --record $(or $(RECORDS),docs/records)
+	$(BIN)/python -m zoo.bench.host --record $(or $(RECORDS),docs/records)
 	# full-size compressed exports: bf16 checkpoints kept in .cache/bench (1.5 GB + 10 GB)
 	$(BIN)/python -m zoo.bench.compression qwen3_5 --record $(or $(RECORDS),docs/records)
 	$(BIN)/python -m zoo.bench.compression gemma4 --record $(or $(RECORDS),docs/records)
