@@ -118,7 +118,7 @@ def run_isolated(
         raise RuntimeError(
             f"{loading} calls run_isolated at its top level, so the child process that loads "
             "it to find the function would start another child, and so on: put the work "
-            "under `if __name__ == \"__main__\":` or import the function from a module"
+            'under `if __name__ == "__main__":` or import the function from a module'
         )
     target = _locate(function)
     with tempfile.TemporaryDirectory(prefix="zoo-isolate-") as tmp:
