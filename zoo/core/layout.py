@@ -23,7 +23,7 @@ Two choices, each measured by `python -m zoo.bench` (docs/performance.md):
   --matmul`; the bench measures it beside "blocked" in a whole decoder (no faster there).
   "weight-first-prefill" is "transposed" with a second copy of every projection stored
   `[out, in]`, used where a call has `WEIGHT_FIRST_ROWS` rows or more (`(W @ x^T)^T`, the
-  fastest form from 16 rows in `python -m zoo.bench --matmul`; ten times slower at one
+  fastest form from 16 rows in a run of `python -m zoo.bench --matmul`; ten times slower at one
   row, so decode keeps `x @ W_t`): a candidate the bench measures, at twice the
   projections' bytes.
   Each weights layout is the steps it takes (`WEIGHT_STEPS`): a new one is a row there.
