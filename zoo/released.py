@@ -66,14 +66,38 @@ TINY_TOWERS = {
 }
 
 
+WORD_SIZES = ("mini", "small", "medium")  # sizes named in words, smallest first
+
+
+def release_order(name: str) -> tuple:
+    """Sort key of a released model's name: family, then version, then size, as a reader
+    scans a table: Llama-3.1 before Llama-3.2, SmolLM2-135M before SmolLM2-1.7B,
+    gemma-4-E2B before gemma-4-12B, Phi-3-mini before Phi-3-medium before Phi-4; a name
+    without a size (Phi-4, Mistral-Nemo-Instruct-2407) after the sizes of its version."""
+    family = re.match(r"[A-Za-z]+", name)
+    rest = name[family.end() :] if family else name
+    # a version is the number right after the family, unless it is a size (Mistral-7B)
+    version = re.match(r"-?(\d+(?:\.\d+)?)(?![\d.]*[BbMm])", rest)
+    # a size: 7B, 1.7B, 135M, 270m, E2B (effective), 26B-A4B (its first, total, size)
+    size = re.search(r"(?:^|-)E?(\d+(?:\.\d+)?)([BbMm])(?=-|$)", rest)
+    billions = float(size[1]) / (1000 if size and size[2] in "Mm" else 1) if size else 1e9
+    words = [WORD_SIZES.index(w) for w in name.lower().split("-") if w in WORD_SIZES]
+    numbers = [float(n) for n in re.findall(r"\d+(?:\.\d+)?", rest)]
+    return (
+        family[0].lower() if family else "",
+        float(version[1]) if version else 0.0,
+        billions,
+        words[0] if words else len(WORD_SIZES),
+        numbers,
+        name,
+    )
+
+
 def released_configs(model: str) -> dict[str, Path]:
     """Name -> path of each released config.json fixture of a zoo model."""
     directory = ROOT / model / "released"
 
-    def natural(path: Path) -> list[float]:  # E2B before 12B, 2B before 27B
-        return [float(n) for n in re.findall(r"\d+(?:\.\d+)?", path.stem)[1:]]
-
-    paths = sorted(directory.glob("*.json"), key=natural)
+    paths = sorted(directory.glob("*.json"), key=lambda path: release_order(path.stem))
     return {p.stem: p for p in paths if not p.name.endswith(".generation_config.json")}
 
 

@@ -21,6 +21,7 @@ from zoo.gemma4 import Gemma4Config, load_gemma4, torch_logits
 from zoo.qwen3_5 import Qwen3_5Config, load_qwen3_5
 from zoo.qwen3_5 import torch_logits as qwen_logits
 from zoo.released import MODELS, PROMPT, released_configs, released_row, scale_down
+from zoo.site.harness import ROOT
 
 transformers = pytest.importorskip("transformers")
 
@@ -271,3 +272,32 @@ def test_greedy_parity_compares_the_logits_not_only_the_tokens():
     got["logits"][2][0] = 0.5  # same argmax, wrong numbers
     assert logits_error(got, [1, 1, 1], want_rows) == 0.5
     assert math.isnan(logits_error(got, [1, 1, 2], want_rows))
+
+
+def test_released_sizes_are_listed_as_a_reader_scans_them():
+    # family, then version, then size: the order of every released table on the site
+    assert list(released_configs("phi3")) == [
+        "Phi-3-mini-4k-instruct",
+        "Phi-3-medium-4k-instruct",
+        "Phi-4-mini-instruct",
+        "Phi-4",
+    ]
+    llama = list(released_configs("llama"))
+    assert llama.index("Llama-3.1-8B-Instruct") < llama.index("Llama-3.2-1B-Instruct")
+    assert llama.index("Mistral-7B-v0.1") < llama.index("Mistral-7B-Instruct-v0.2")
+    assert llama.index("Mistral-7B-Instruct-v0.3") < llama.index("Mistral-Nemo-Instruct-2407")
+    smollm2 = [name for name in llama if name.startswith("SmolLM2")]
+    assert smollm2 == ["SmolLM2-135M-Instruct", "SmolLM2-360M-Instruct", "SmolLM2-1.7B-Instruct"]
+    assert list(released_configs("gemma3"))[0] == "gemma-3-270m"
+    assert list(released_configs("gemma4"))[:3] == [
+        "gemma-4-E2B-it",
+        "gemma-4-E4B-it",
+        "gemma-4-12B-it",
+    ]
+    # the release date in OLMo 2's names is not a size
+    assert list(released_configs("olmo2"))[-1] == "OLMo-2-0325-32B-Instruct"
+    # the committed records list their rows in the same order
+    for model in MODELS:
+        record = json.loads((ROOT / "docs" / "records" / f"{model}-released.json").read_text())
+        rows = [row["released config"] for row in record["results"]["rows"]]
+        assert rows == list(released_configs(model)), model
