@@ -80,7 +80,7 @@ def release_order(name: str) -> tuple:
     version = re.match(r"-?(\d+(?:\.\d+)?)(?![\d.]*[BbMm])", rest)
     # a size: 7B, 1.7B, 135M, 270m, E2B (effective), 26B-A4B (its first, total, size)
     size = re.search(r"(?:^|-)E?(\d+(?:\.\d+)?)([BbMm])(?=-|$)", rest)
-    billions = float(size[1]) / (1000 if size and size[2] in "Mm" else 1) if size else 1e9
+    billions = float(size[1]) / (1000 if size[2] in "Mm" else 1) if size else 1e9
     words = [WORD_SIZES.index(w) for w in name.lower().split("-") if w in WORD_SIZES]
     numbers = [float(n) for n in re.findall(r"\d+(?:\.\d+)?", rest)]
     return (
