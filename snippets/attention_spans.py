@@ -7,11 +7,12 @@ Run: python snippets/attention_spans.py
 
 # --8<-- [start:export]
 from zoo.core.decode import export_model
-from zoo.llama import load_llama, make_tiny_checkpoint
+from zoo.llama import load_llama
+from zoo.reference import make_tiny_checkpoint
 
 # a tiny random Llama with a context of 64 tokens; prefill chunks of 4 are
 # exported three times: over the cache's first 8 columns, its first 16, all 64
-checkpoint = make_tiny_checkpoint("tiny-llama")
+checkpoint = make_tiny_checkpoint("llama", "tiny-llama")
 model = load_llama(checkpoint, capacity=64)
 spanned = export_model(
     model, "spans.aimodel", chunk=4, spans=[8, 16], overwrite=True
@@ -22,8 +23,8 @@ whole = export_model(model, "whole.aimodel", chunk=4, overwrite=True)
 # --8<-- [start:run]
 import numpy as np
 
-from zoo.core.decode import DecodeSpec
-from zoo.core.ranges import prefill_logits
+from zoo.core.generator import prefill_logits
+from zoo.core.spec import DecodeSpec
 from zoo.lab.isolate import run_isolated
 
 spec = DecodeSpec.of_asset(spanned)

@@ -15,11 +15,12 @@ for name, preset in PRESETS.items():
 import tempfile
 from pathlib import Path
 
-from zoo.core.decode import Generator
-from zoo.qwen3_5 import export_qwen3_5, load_qwen3_5, make_tiny_checkpoint
+from zoo.core.generator import Generator
+from zoo.qwen3_5 import export_qwen3_5, load_qwen3_5
+from zoo.reference import make_tiny_checkpoint
 
 workdir = Path(tempfile.mkdtemp())
-checkpoint = make_tiny_checkpoint(workdir / "tiny-qwen3_5")
+checkpoint = make_tiny_checkpoint("qwen3_5", workdir / "tiny-qwen3_5")
 sizes = {}
 for preset in ("fp32", "int4-block32"):
     model = load_qwen3_5(checkpoint, "input-mask-blend", capacity=64)
@@ -45,9 +46,8 @@ assert row["runtime vs compressed eager (max abs)"] < 1e-4
 # --8<-- [start:sidecar]
 from zoo.core.decode import torch_logits
 from zoo.gemma4 import export_gemma4, load_gemma4
-from zoo.gemma4 import make_tiny_checkpoint as make_tiny_gemma4
 
-gemma = make_tiny_gemma4(workdir / "tiny-gemma4", "kv-sharing")
+gemma = make_tiny_checkpoint("gemma4", workdir / "tiny-gemma4", "kv-sharing")
 prompt = [2, 17, 33, 91, 5, 77, 12, 9]
 model = load_gemma4(gemma, "input-mask-blend", capacity=64, ple_sidecar=True)
 asset = export_gemma4(

@@ -6,14 +6,14 @@ Run: python snippets/gemma3_fp16.py [--record DIR [--runtime]]
 """
 
 # --8<-- [start:peaks]
-from zoo.core.entry import get_entry
 from zoo.fetch import fetch
 from zoo.lab.fp16 import FP16_MAX, residual_peaks
 from zoo.quality import SCORED, text_ids
+from zoo.reference import reference_model
 
 name = "gemma3-270m"
 ids = text_ids(name, SCORED)  # <bos> + 255 tokens of Lincoln's 1862 address
-model = get_entry("gemma3").reference_model(fetch(name))  # transformers, fp32
+model = reference_model("gemma3", fetch(name))  # transformers, fp32
 fp32_peaks = residual_peaks(model, ids)
 for peak in fp32_peaks:
     past = "  past fp16" if peak["max |h|"] > FP16_MAX else ""

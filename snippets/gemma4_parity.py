@@ -8,14 +8,13 @@ Run: python snippets/gemma4_parity.py [--record DIR]   (all configs)
 import tempfile
 from pathlib import Path
 
-from zoo.core.reference import parity_row
-from zoo.gemma4 import make_tiny_checkpoint
+from zoo.reference import make_tiny_checkpoint, parity_row
 
 PROMPT = [2, 17, 33, 91, 5, 77, 12, 9, 100, 3]  # longer than a prefill chunk
 
 
 def parity(variant: str, strategy: str, workdir: Path) -> dict:
-    checkpoint = make_tiny_checkpoint(workdir / variant, variant)
+    checkpoint = make_tiny_checkpoint("gemma4", workdir / variant, variant)
     asset = workdir / f"{variant}-{strategy}.aimodel"
     return parity_row("gemma4", checkpoint, strategy, PROMPT, variant, asset)
 

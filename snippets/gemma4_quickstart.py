@@ -7,11 +7,13 @@ Run: python snippets/gemma4_quickstart.py [--record DIR]
 """
 
 # --8<-- [start:checkpoint]
-from zoo.gemma4 import make_tiny_checkpoint
+from zoo.reference import make_tiny_checkpoint
 
 # 6 layers (sliding/full alternating), KV sharing in the last 2, per-layer
 # embeddings, random weights: written by transformers' save_pretrained.
-checkpoint = make_tiny_checkpoint("tiny-gemma4", variant="kv-sharing")
+checkpoint = make_tiny_checkpoint(
+    "gemma4", "tiny-gemma4", variant="kv-sharing"
+)
 # --8<-- [end:checkpoint]
 
 # --8<-- [start:export]
@@ -28,7 +30,7 @@ asset = export_gemma4(
 # --8<-- [end:export]
 
 # --8<-- [start:generate]
-from zoo.core.decode import Generator
+from zoo.core.generator import Generator
 
 prompt = [2, 17, 33, 91, 5, 77, 12, 9, 100, 3]
 with Generator(asset) as generator:
@@ -38,10 +40,10 @@ print(tokens)
 
 # --8<-- [start:compare]
 
-from zoo.core.reference import greedy_reference
-from zoo.gemma4 import reference_model
+from zoo.reference import greedy_reference, reference_model
 
-reference = reference_model(checkpoint)  # transformers' Gemma4ForCausalLM
+# transformers' Gemma4ForCausalLM
+reference = reference_model("gemma4", checkpoint)
 expected = greedy_reference(reference, prompt)
 assert tokens == expected, (tokens, expected)
 print("8/8 greedy tokens identical to transformers")

@@ -8,11 +8,12 @@ Run: python snippets/gemma4_ranges.py
 
 # --8<-- [start:export]
 from zoo.core.decode import export_model
-from zoo.gemma4 import load_gemma4, make_tiny_checkpoint
+from zoo.gemma4 import load_gemma4
+from zoo.reference import make_tiny_checkpoint
 
 # 6 layers, the last 2 KV-shared (they read the caches of layers 2 and 3),
 # per-layer inputs; cut into three ranges of 2 layers
-checkpoint = make_tiny_checkpoint("tiny-gemma4-shared", "kv-sharing")
+checkpoint = make_tiny_checkpoint("gemma4", "tiny-gemma4-shared", "kv-sharing")
 model = load_gemma4(checkpoint, capacity=64)
 ranged = export_model(
     model, "g4-ranges.aimodel", chunk=4, layers_per_function=2, overwrite=True
@@ -23,8 +24,8 @@ whole = export_model(model, "g4-whole.aimodel", chunk=4, overwrite=True)
 # --8<-- [start:run]
 import numpy as np
 
-from zoo.core.decode import DecodeSpec
-from zoo.core.ranges import prefill_logits
+from zoo.core.generator import prefill_logits
+from zoo.core.spec import DecodeSpec
 from zoo.lab.isolate import run_isolated
 
 spec = DecodeSpec.of_asset(ranged)

@@ -7,11 +7,12 @@ Run: python snippets/layer_ranges.py
 
 # --8<-- [start:export]
 from zoo.core.decode import export_model
-from zoo.llama import load_llama, make_tiny_checkpoint
+from zoo.llama import load_llama
+from zoo.reference import make_tiny_checkpoint
 
 # a tiny random Llama of 8 layers as four ranges of 2 (SmolLM2-135M's 30
 # layers with layers_per_function=8 are four ranges: 8, 8, 8 and 6)
-checkpoint = make_tiny_checkpoint("tiny-llama-8", num_hidden_layers=8)
+checkpoint = make_tiny_checkpoint("llama", "tiny-llama-8", num_hidden_layers=8)
 model = load_llama(checkpoint, capacity=64)
 ranged = export_model(
     model, "ranges.aimodel", chunk=4, layers_per_function=2, overwrite=True
@@ -22,8 +23,8 @@ whole = export_model(model, "whole.aimodel", chunk=4, overwrite=True)
 # --8<-- [start:run]
 import numpy as np
 
-from zoo.core.decode import DecodeSpec
-from zoo.core.ranges import prefill_logits
+from zoo.core.generator import prefill_logits
+from zoo.core.spec import DecodeSpec
 from zoo.lab.isolate import run_isolated
 
 spec = DecodeSpec.of_asset(ranged)

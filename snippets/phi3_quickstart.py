@@ -8,12 +8,14 @@ Run: python snippets/phi3_quickstart.py
 """
 
 # --8<-- [start:checkpoint]
-from zoo.phi3 import make_tiny_checkpoint
+from zoo.reference import make_tiny_checkpoint
 
 # 4 layers of 4 heads (16 wide) over a hidden size of 64, 2 KV heads, a tied
 # head, RoPE on 12 of each head's 16 dims, longrope short factors over an
 # original context of 64; written by transformers' save_pretrained
-checkpoint = make_tiny_checkpoint("tiny-phi4-mini", variant="phi4-mini")
+checkpoint = make_tiny_checkpoint(
+    "phi3", "tiny-phi4-mini", variant="phi4-mini"
+)
 # --8<-- [end:checkpoint]
 
 # --8<-- [start:export]
@@ -31,15 +33,14 @@ asset = export_model(
 # --8<-- [end:export]
 
 # --8<-- [start:generate]
-from zoo.core.decode import Generator
-from zoo.core.reference import greedy_reference
-from zoo.phi3 import reference_model
+from zoo.core.generator import Generator
+from zoo.reference import greedy_reference, reference_model
 
 prompt = [2, 17, 33, 91, 5, 77, 12, 9, 100, 3]  # 2 prefill chunks + 2 steps
 with Generator(asset) as generator:
     tokens = generator.generate(prompt, max_new_tokens=8, stop_token_ids=[])
 
-expected = greedy_reference(reference_model(checkpoint), prompt)
+expected = greedy_reference(reference_model("phi3", checkpoint), prompt)
 assert tokens == expected, (tokens, expected)
 print(tokens, "8/8 identical to transformers")
 # --8<-- [end:generate]

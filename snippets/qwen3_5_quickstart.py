@@ -7,10 +7,12 @@ Run: python snippets/qwen3_5_quickstart.py [--record DIR]
 """
 
 # --8<-- [start:checkpoint]
-from zoo.qwen3_5 import make_tiny_checkpoint
+from zoo.reference import make_tiny_checkpoint
 
 # 8 layers: 3 GatedDeltaNet + 1 attention, twice; 2 key heads, 4 value heads.
-checkpoint = make_tiny_checkpoint("tiny-qwen3_5", num_hidden_layers=8)
+checkpoint = make_tiny_checkpoint(
+    "qwen3_5", "tiny-qwen3_5", num_hidden_layers=8
+)
 # --8<-- [end:checkpoint]
 
 # --8<-- [start:export]
@@ -28,15 +30,14 @@ asset = export_qwen3_5(
 
 # --8<-- [start:generate]
 
-from zoo.core.decode import Generator
-from zoo.core.reference import greedy_reference
-from zoo.qwen3_5 import reference_model
+from zoo.core.generator import Generator
+from zoo.reference import greedy_reference, reference_model
 
 prompt = [2, 17, 33, 91, 5, 77, 12, 9, 100, 3]  # 2 prefill chunks + 2 steps
 with Generator(asset) as generator:
     tokens = generator.generate(prompt, max_new_tokens=8, stop_token_ids=[])
 
-expected = greedy_reference(reference_model(checkpoint), prompt)
+expected = greedy_reference(reference_model("qwen3_5", checkpoint), prompt)
 assert tokens == expected, (tokens, expected)
 print(tokens, "8/8 identical to transformers")
 # --8<-- [end:generate]
@@ -70,12 +71,12 @@ print({name: text.count("coreai.while") for name, text in graphs.items()})
 
 def parity_rows() -> list[dict]:
     """Both KV strategies on the 4- and 8-layer tiny checkpoints."""
-    from zoo.core.reference import parity_row
+    from zoo.reference import parity_row
 
     rows = []
     for layers in (4, 8):
         directory = make_tiny_checkpoint(
-            f"tiny-qwen3_5-{layers}", num_hidden_layers=layers
+            "qwen3_5", f"tiny-qwen3_5-{layers}", num_hidden_layers=layers
         )
         for strategy in ("runtime-index", "input-mask-blend"):
             asset = f"tiny-qwen3_5-{layers}-{strategy}.aimodel"

@@ -7,11 +7,11 @@ Run: python snippets/qwen3_quickstart.py
 """
 
 # --8<-- [start:checkpoint]
-from zoo.qwen3 import make_tiny_checkpoint
+from zoo.reference import make_tiny_checkpoint
 
 # 4 layers; 6 query heads of 16 over a hidden size of 64 (0.6B: 16 x 128
 # over 1024), 2 KV heads; tied head. Written by transformers.
-checkpoint = make_tiny_checkpoint("tiny-qwen3")
+checkpoint = make_tiny_checkpoint("qwen3", "tiny-qwen3")
 # --8<-- [end:checkpoint]
 
 # --8<-- [start:export]
@@ -25,15 +25,14 @@ asset = export_model(
 # --8<-- [end:export]
 
 # --8<-- [start:generate]
-from zoo.core.decode import Generator
-from zoo.core.reference import greedy_reference
-from zoo.qwen3 import reference_model
+from zoo.core.generator import Generator
+from zoo.reference import greedy_reference, reference_model
 
 prompt = [2, 17, 33, 91, 5, 77, 12, 9, 100, 3]  # 2 prefill chunks + 2 steps
 with Generator(asset) as generator:
     tokens = generator.generate(prompt, max_new_tokens=8, stop_token_ids=[])
 
-expected = greedy_reference(reference_model(checkpoint), prompt)
+expected = greedy_reference(reference_model("qwen3", checkpoint), prompt)
 assert tokens == expected, (tokens, expected)
 print(tokens, "8/8 identical to transformers")
 # --8<-- [end:generate]

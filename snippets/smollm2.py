@@ -24,7 +24,7 @@ asset = exported("smollm2-135m-instruct", compress="fp32", capacity=256)
 
 # --8<-- [start:compare]
 from zoo.bench.real import show
-from zoo.core.reference import text_beside_transformers
+from zoo.reference import text_beside_transformers
 
 prompts = [
     "What is the capital of France?",

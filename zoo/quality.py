@@ -2,7 +2,7 @@
 
 `python -m zoo.quality smollm2-135m-instruct [--presets fp32,int8,...] [--record DIR]`
 exports the fetched model (`zoo.fetch`) once per preset with a `score` function (every
-row's logits, `zoo.core.decode.Generator.score`), runs it on the Core AI runtime in a
+row's logits, `zoo.core.generator.Generator.score`), runs it on the Core AI runtime in a
 process of its own, and scores the first `TOKENS` tokens of a public-domain text nobody
 chose anything on (Lincoln's 1862 address, `zoo.fetch.REAL_TEXTS`):
 
@@ -28,6 +28,8 @@ import time
 from pathlib import Path
 
 import numpy as np
+
+from zoo.reference import reference_model
 
 TEXT = "sotu"
 SCORED = "1862_abraham_lincoln_r.txt"  # held out: only ever scored
@@ -79,7 +81,7 @@ def eager_logits(name: str, preset, ids: list[int]) -> np.ndarray:
     preset = get_preset(preset)
     entry, checkpoint = get_entry(get_real_model(name).entry), fetch(name)
     if preset.program_pass is not None:  # fp16 compute: no zoo eager twin, transformers'
-        model = entry.reference_model(checkpoint).to(torch.float16)
+        model = reference_model(entry, checkpoint).to(torch.float16)
         with torch.no_grad():
             return model(torch.tensor([ids])).logits[0].float().numpy()
     model = entry.load(checkpoint, compress=preset, capacity=CAPACITY)
@@ -88,7 +90,7 @@ def eager_logits(name: str, preset, ids: list[int]) -> np.ndarray:
 
 def runtime_logits(asset: str, ids: list[int]) -> np.ndarray:
     """Every row's logits of `ids` on the Core AI runtime (run it with `run_isolated`)."""
-    from zoo.core.decode import Generator
+    from zoo.core.generator import Generator
 
     with Generator(asset) as generator:
         return generator.score(ids)
@@ -102,7 +104,7 @@ def runtime_costs(asset: str, ids: list[int], budget_s: float) -> dict:
     import statistics
     import time
 
-    from zoo.core.decode import Generator
+    from zoo.core.generator import Generator
 
     def timed(feed, piece) -> float:
         started = time.perf_counter()

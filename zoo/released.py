@@ -201,7 +201,7 @@ def write_checkpoint(config: dict, directory: Path, seed: int = 0) -> Path:
     import torch
     import transformers
 
-    from zoo.core.reference import write_tokenizer
+    from zoo.reference import write_tokenizer
 
     directory.mkdir(parents=True, exist_ok=True)
     (directory / "config.json").write_text(json.dumps(config, indent=2))
@@ -241,7 +241,7 @@ def released_row(model: str, name: str, workdir: str | Path) -> dict:
 def runtime_logits(asset: str, ids: list[int]) -> list[list[float]]:
     """The logits after each of `ids` on the Core AI runtime, fed one token at a time
     (teacher forcing: the row i scores the token after ids[: i + 1])."""
-    from zoo.core.decode import Generator
+    from zoo.core.generator import Generator
 
     with Generator(asset) as generator:
         return [generator.feed([token]).tolist() for token in ids]
@@ -252,9 +252,10 @@ def check_released(model: str, name: str, workdir: str | Path) -> dict:
     refused with the reason."""
     import torch
 
-    from zoo.core.reference import greedy_reference_logits
+    from zoo.core.generator import runtime_greedy
     from zoo.lab.isolate import run_isolated
-    from zoo.testing import logits_error, runtime_greedy
+    from zoo.reference import greedy_reference_logits
+    from zoo.testing import logits_error
 
     released = json.loads(released_configs(model)[name].read_text())
     tiny = scale_down(released)

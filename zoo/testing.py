@@ -15,6 +15,7 @@ import tempfile
 
 from zoo.core.provenance import describe, provenance
 from zoo.core.runtime import COMPUTE_UNIT_ENV, COMPUTE_UNITS, default_compute_unit
+from zoo.reference import make_tiny_checkpoint, reference_model
 
 CACHE_ENV = "ZOO_RESULT_CACHE"
 # runtime vs transformers logits of a tiny fp32 model (measured: 1e-7 to 1e-5)
@@ -27,7 +28,7 @@ TEST_LAYOUTS = {
     "as-authored": {"weights": "linear", "keys": "bhtd"},
     "ranges": {"layers_per_function": 1},  # one function per layer (zoo.core.ranges)
     # prefill over attention spans of 8 and 16 columns below the 64 of the tests' context
-    # (zoo.core.decode.DecodeSpec.spans): check_layout_computes_the_same calls all three
+    # (zoo.core.spec.DecodeSpec.spans): check_layout_computes_the_same calls all three
     "spans": {"spans": [8, 16]},
     "ranges-spans": {"layers_per_function": 1, "spans": [8, 16]},
 }
@@ -63,28 +64,6 @@ def record(name: str, results: dict) -> None:
         from zoo.site.records import write_record
 
         write_record(directory, name, results, compute_unit=default_compute_unit())
-
-
-def greedy_on_runtime(asset: str, prompt: list[int], new_tokens: int = 8) -> list[int]:
-    """Greedy tokens from an exported decoder (run it with `run_isolated`: it may crash)."""
-    return runtime_greedy(asset, prompt, new_tokens)["tokens"]
-
-
-def runtime_greedy(asset: str, prompt: list[int], new_tokens: int = 8) -> dict:
-    """Greedy tokens and the logits each was chosen from, on the Core AI runtime (run it
-    with `run_isolated`)."""
-    import numpy as np
-
-    from zoo.core.decode import Generator
-
-    with Generator(asset) as generator:
-        logits = generator.feed(prompt)
-        tokens, rows = [], []
-        for _ in range(new_tokens):
-            rows.append(logits.tolist())
-            tokens.append(int(np.argmax(logits)))
-            logits = generator.feed([tokens[-1]])
-    return {"tokens": tokens, "logits": rows}
 
 
 def logits_error(got: dict, want_tokens: list[int], want_rows) -> float:
@@ -139,12 +118,13 @@ def check_runtime_greedy(
     crash on the macOS beta GPU)."""
     from zoo.core.entry import get_entry
     from zoo.core.export import read_metadata
-    from zoo.core.reference import greedy_reference_logits
+    from zoo.core.generator import runtime_greedy
     from zoo.lab.expected import RAN_EXACT, current_target, expected, mismatch
     from zoo.lab.isolate import run_isolated
+    from zoo.reference import greedy_reference_logits
 
     asset = assets[variant, strategy, layout]
-    reference = get_entry(model).reference_model(checkpoints[variant])
+    reference = reference_model(get_entry(model), checkpoints[variant])
     want, want_rows = greedy_reference_logits(reference, prompt)
     outcome = run_isolated(runtime_greedy, str(asset), prompt, timeout=300)
     error = math.nan
@@ -186,19 +166,6 @@ def check_runtime_greedy(
     assert problem is None, f"{problem}: {detail} (expectation: {want_outcome.source})"
 
 
-def runtime_feed_logits(asset: str, pieces: list[list[int]]) -> dict:
-    """The logits after each piece fed in turn, and the functions the calls ran, in order
-    (run it with `run_isolated`)."""
-    from zoo.core.decode import Generator
-
-    logits, called = [], []
-    with Generator(asset) as generator:
-        for piece in pieces:
-            logits.append(generator.feed(piece).tolist())
-            called += generator.ran
-    return {"logits": logits, "called": called}
-
-
 def check_layout_computes_the_same(
     assets: ExportedAssets, variant: str, strategy: str, layout: str
 ) -> None:
@@ -207,7 +174,8 @@ def check_layout_computes_the_same(
     ranges, each chunk on the shortest span that holds it), then single steps."""
     import numpy as np
 
-    from zoo.core.decode import DecodeSpec
+    from zoo.core.generator import runtime_feed_logits
+    from zoo.core.spec import DecodeSpec
     from zoo.lab.isolate import run_isolated
 
     other, whole = assets[variant, strategy, layout], assets[variant, strategy]
@@ -283,9 +251,9 @@ def entry_fixtures(model: str, capacity: int = 64, chunk: int = 4):
     @pytest.fixture(scope="session")
     def checkpoints(tmp_path_factory) -> dict:
         entry, root = get_entry(model), tmp_path_factory.mktemp(f"{model}-checkpoints")
-        made = {v: entry.make_tiny_checkpoint(root / v, v) for v in entry.tiny.variants}
+        made = {v: make_tiny_checkpoint(entry, root / v, v) for v in entry.tiny.variants}
         if not entry.text_only:
-            made["multimodal"] = entry.make_tiny_checkpoint(root / "multimodal", multimodal=True)
+            made["multimodal"] = make_tiny_checkpoint(entry, root / "multimodal", multimodal=True)
         return made
 
     @pytest.fixture(scope="session")
@@ -306,7 +274,7 @@ def check_logits_match_transformers(model: str, checkpoint, prompt: list[int]) -
     entry = get_entry(model)
     ours = entry.load(checkpoint, "runtime-index", 64)
     with torch.no_grad():
-        want = entry.reference_model(checkpoint)(torch.tensor([prompt])).logits
+        want = reference_model(entry, checkpoint)(torch.tensor([prompt])).logits
     assert (torch_logits(ours, prompt) - want).abs().max().item() < 1e-4
 
 
@@ -343,7 +311,7 @@ def real_model_fixture(name: str):
 
 def check_real_text(real: tuple, prompt: str, chat: bool, new_tokens: int = 32) -> None:
     """The runtime's greedy tokens on real weights equal transformers' for `new_tokens`."""
-    from zoo.core.reference import text_beside_transformers
+    from zoo.reference import text_beside_transformers
 
     checkpoint, asset = real
     row = text_beside_transformers(asset, checkpoint, prompt, chat=chat, new_tokens=new_tokens)

@@ -116,7 +116,7 @@ def bench_cell(
 ) -> dict:
     """Export and time one cell (run it in its own process: `run_isolated(bench_cell, ...)`).
     `chunk` overrides the shape's prefill chunk (the chunk sweep: prefill and decode only)."""
-    from zoo.core.decode import Generator
+    from zoo.core.generator import Generator
     from zoo.core.layout import default_layout
 
     choice = default_layout() if layout == DEFAULT_LAYOUT else LAYOUTS[layout]
@@ -226,7 +226,7 @@ def profile_cell(shape_name: str, workdir: str) -> dict:
     layout, first strategy), how many cores a decode step keeps busy on the runtime and in
     torch eager, and the read bandwidth with one and with all threads. Run it in its own
     process."""
-    from zoo.core.decode import Generator
+    from zoo.core.generator import Generator
     from zoo.core.layout import default_layout
     from zoo.lab.profile import profile_call
 

@@ -55,8 +55,9 @@ def export_cell(model: str, checkpoint: str, preset: str, asset: str, reference:
     import torch
 
     from zoo.core.compress import quality
-    from zoo.core.decode import Generator, export_model, torch_logits
+    from zoo.core.decode import export_model, torch_logits
     from zoo.core.entry import get_entry
+    from zoo.core.generator import Generator
 
     options = FULL_SIZE[model][2]
     started = time.perf_counter()

@@ -13,7 +13,7 @@ process, the one-function decoder in torch eager:
 - the CPU cores the prefill kept busy.
 
 `--spans 128,512` times every cell twice, as exported and with those attention spans
-(`zoo.core.decode.DecodeSpec.spans`; eager reads the same spans), and records
+(`zoo.core.spec.DecodeSpec.spans`; eager reads the same spans), and records
 `bench-ranges-spans.json`. `--record DIR` writes `bench-ranges.json`. Not a test: minutes
 of exports, timings.
 """
@@ -57,7 +57,8 @@ def ranges_cell(
     from zoo.bench.cells import _eager_first_token, _inputs
     from zoo.bench.measure import cores_busy, median_seconds
     from zoo.bench.shapes import ALL_SHAPES, build_decoder
-    from zoo.core.decode import Generator, decode_spec, export_decoder
+    from zoo.core.decode import decode_spec, export_decoder
+    from zoo.core.generator import Generator
     from zoo.core.layout import apply_layout, default_layout
     from zoo.core.ranges import split_layers
 

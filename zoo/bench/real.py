@@ -9,6 +9,8 @@ import statistics
 import time
 from pathlib import Path
 
+from zoo.reference import reference_model
+
 
 def eager_decode_ms(entry: str, checkpoint: str | Path, ids: list[int], steps: int) -> float:
     """Median ms of a decode step of transformers' model (fp32, torch eager, KV cache)."""
@@ -16,7 +18,7 @@ def eager_decode_ms(entry: str, checkpoint: str | Path, ids: list[int], steps: i
 
     from zoo.core.entry import get_entry
 
-    model = get_entry(entry).reference_model(checkpoint)
+    model = reference_model(get_entry(entry), checkpoint)
     times = []
     with torch.no_grad():
         out = model(torch.tensor([ids]), use_cache=True)

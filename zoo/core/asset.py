@@ -3,9 +3,14 @@ the process that loads it), and what its zoo metadata says."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from pathlib import Path
+
+from zoo.core.files import read_json
+
+METADATA_KEY = "zoo"  # the asset metadata's section the zoo writes
 
 
 def decode_capacity(path: Path) -> int | None:
@@ -15,6 +20,35 @@ def decode_capacity(path: Path) -> int | None:
         return int(metadata["creatorDefinedMetadata"]["zoo"]["decode"]["capacity"])
     except (OSError, ValueError, KeyError, TypeError):
         return None
+
+
+def read_metadata(path: str | os.PathLike) -> dict:
+    """What `export` recorded in the asset: producer versions, entry points, states.
+
+    Read from the asset's metadata.json with `json`: coreai-core 1.0.0b3's metadata reader
+    turns a stored 1 into True (a stop id of 1 came back as `[true]`).
+    """
+    path = Path(path)
+    if not path.is_dir():
+        raise FileNotFoundError(
+            f"no asset at {path}: export one first (python -m zoo.MODEL export)"
+        )
+    metadata = read_json(path / "metadata.json", f": {path} is not a complete .aimodel asset")
+    custom = metadata.get("creatorDefinedMetadata") or {}
+    if METADATA_KEY not in custom:
+        raise ValueError(
+            f"{path} was not exported by the zoo (its metadata has no {METADATA_KEY!r})"
+        )
+    return custom[METADATA_KEY]
+
+
+def file_digest(path: Path) -> str:
+    """sha256 of a file, read in 8 MB blocks."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as file:
+        while block := file.read(8 << 20):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 class AssetError(ValueError):
@@ -33,9 +67,6 @@ def verify_asset(path: Path, full: bool | None = None) -> None:
     metadata: a missing, truncated or altered file is refused here with its name. Other
     assets only get a presence check (metadata.json and a non-empty program file).
     """
-    from zoo.core.checkpoint import read_json
-    from zoo.core.export import METADATA_KEY, file_digest
-
     if not path.is_dir():
         raise FileNotFoundError(
             f"{path} is not a Core AI asset (a directory with metadata.json, as written by "

@@ -4,7 +4,6 @@ tensors with safetensors (never pickle)."""
 from __future__ import annotations
 
 import contextlib
-import json
 import typing
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, fields
@@ -15,13 +14,11 @@ from typing import ClassVar, Union
 import torch
 from safetensors import SafetensorError, safe_open
 
+from zoo.core.files import UnsupportedConfig, read_json
+
 
 class CheckpointError(ValueError):
     """The checkpoint's tensors do not fit the model: the message lists what and where."""
-
-
-class UnsupportedConfig(ValueError):
-    """The checkpoint asks for something this zoo entry does not implement (named)."""
 
 
 def refuse_cache_past(limit: int | None, capacity: int, field: str, why: str) -> None:
@@ -33,22 +30,6 @@ def refuse_cache_past(limit: int | None, capacity: int, field: str, why: str) ->
             f"{field}={limit} is smaller than the KV cache ({capacity} tokens): {why}; "
             f"export with --capacity {limit} or less"
         )
-
-
-def read_json(path: str | Path, what: str = "") -> dict:
-    """A JSON object from `path`; a missing or malformed file is one line naming it."""
-    path = Path(path)
-    if path.exists() and not path.is_file():
-        raise ValueError(f"{path} is not a regular file; put the {path.name} file there")
-    try:
-        value = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise FileNotFoundError(f"no {path.name} in {path.parent}{what}") from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise ValueError(f"{path}: not valid JSON ({error}); fix or re-download it") from None
-    if not isinstance(value, dict):
-        raise ValueError(f"{path}: expected a JSON object, found {type(value).__name__}")
-    return value
 
 
 @dataclass

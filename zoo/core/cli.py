@@ -11,12 +11,13 @@ from pathlib import Path
 
 from zoo.core.checkpoint import weight_count
 from zoo.core.compress import PRESETS, get_preset
-from zoo.core.decode import Generator, check_spans
 from zoo.core.export import check_destination, check_room
+from zoo.core.generator import Generator
 from zoo.core.kv import STRATEGIES
 from zoo.core.layout import KEY_LAYOUTS, WEIGHT_LAYOUTS, default_chunk, resolve_layout
 from zoo.core.quiet import runtime_chatter_hidden
 from zoo.core.runtime import COMPUTE_UNITS, default_compute_unit
+from zoo.core.spec import check_spans
 from zoo.core.text import encode_prompt, is_bundle, load_tokenizer, tokenizer_path
 
 

@@ -58,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
                 raise ValueError("zoo export CHECKPOINT OUT.aimodel: name the checkpoint")
             name = entry_for_checkpoint(checkpoint).name
         elif command == "generate":
-            from zoo.core.decode import DecodeSpec
+            from zoo.core.spec import DecodeSpec
 
             position = argv.index("generate")
             asset = next((a for a in argv[position + 1 :] if not a.startswith("-")), None)

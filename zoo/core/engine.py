@@ -39,7 +39,6 @@ import torch
 from torch import nn
 
 from zoo.core.checkpoint import read_json
-from zoo.core.decode import Generator
 from zoo.core.export import (
     EntryPoint,
     check_output_place,
@@ -47,6 +46,7 @@ from zoo.core.export import (
     read_metadata,
     replacing_directory,
 )
+from zoo.core.generator import Generator
 from zoo.core.kv import NEG_INF, KVStrategy
 from zoo.core.layout import apply_layout
 from zoo.core.text import generation_files

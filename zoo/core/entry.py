@@ -87,8 +87,8 @@ class ModelEntry:
         import tempfile
 
         from zoo.core.compress import get_preset
-        from zoo.core.decode import check_capacity
         from zoo.core.kv import get_strategy
+        from zoo.core.spec import check_capacity
 
         preset = get_preset(compress)
         preset.check(self.name)
@@ -138,34 +138,6 @@ class ModelEntry:
         from zoo.core.kv import get_strategy
 
         return self.model(self.config(**config), get_strategy(strategy), capacity, **options)
-
-    # -- tests and recipes ---------------------------------------------------------------
-    def make_tiny_checkpoint(
-        self,
-        directory: str | Path,
-        variant: str | None = None,
-        seed: int = 0,
-        multimodal: bool = False,
-        **text,
-    ) -> Path:
-        """A random-weight checkpoint written by transformers' `save_pretrained` (config.json,
-        model.safetensors, tokenizer.json): the code that loads it loads a released one.
-        `text` overrides fields of the tiny text config (e.g. `num_hidden_layers=8`)."""
-        from zoo.core.reference import write_tiny_checkpoint
-
-        variant = variant or next(iter(self.tiny.variants))
-        if variant not in self.tiny.variants:
-            raise ValueError(
-                f"no tiny {self.title} variant {variant!r}: {list(self.tiny.variants)}"
-            )
-        config = {**self.tiny.text, **self.tiny.variants[variant], **text}
-        return write_tiny_checkpoint(self, Path(directory), config, seed, multimodal)
-
-    def reference_model(self, directory: str | Path):
-        """transformers' model of a checkpoint directory, for parity checks."""
-        from zoo.core.reference import load_reference
-
-        return load_reference(directory, self.config.MULTIMODAL_TYPE, self.multimodal_class)
 
     @property
     def multimodal_class(self) -> str | None:

@@ -8,7 +8,6 @@ when the caller says `overwrite=True` (coreai-torch's own `save_asset` replaces 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import logging
 import os
@@ -27,6 +26,7 @@ from typing import Any
 
 import torch
 
+from zoo.core.asset import METADATA_KEY, file_digest, read_metadata  # noqa: F401
 from zoo.core.provenance import provenance
 
 with warnings.catch_warnings():
@@ -39,8 +39,6 @@ with warnings.catch_warnings():
 warnings.filterwarnings("ignore", message=r"`isinstance\(treespec, LeafSpec\)` is deprecated")
 
 log = logging.getLogger(__name__)
-
-METADATA_KEY = "zoo"
 
 
 class ExportError(RuntimeError):
@@ -161,28 +159,6 @@ def export_entry_points(
     return path
 
 
-def read_metadata(path: str | os.PathLike) -> dict:
-    """What `export` recorded in the asset: producer versions, entry points, states.
-
-    Read from the asset's metadata.json with `json`: coreai-core 1.0.0b3's metadata reader
-    turns a stored 1 into True (a stop id of 1 came back as `[true]`).
-    """
-    from zoo.core.checkpoint import read_json
-
-    path = Path(path)
-    if not path.is_dir():
-        raise FileNotFoundError(
-            f"no asset at {path}: export one first (python -m zoo.MODEL export)"
-        )
-    metadata = read_json(path / "metadata.json", f": {path} is not a complete .aimodel asset")
-    custom = metadata.get("creatorDefinedMetadata") or {}
-    if METADATA_KEY not in custom:
-        raise ValueError(
-            f"{path} was not exported by the zoo (its metadata has no {METADATA_KEY!r})"
-        )
-    return custom[METADATA_KEY]
-
-
 def program_text(path: str | os.PathLike) -> dict[str, str]:
     """The Core AI IR of each function of an asset, as text (to look for ops in it)."""
     from coreai.authoring.asset import AIModelAsset
@@ -283,15 +259,6 @@ def _without_none(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [_without_none(v) for v in value]
     return value
-
-
-def file_digest(path: Path) -> str:
-    """sha256 of a file, read in 8 MB blocks."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as file:
-        while block := file.read(8 << 20):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def _check_free_space(path: Path, entry_points: Sequence[EntryPoint]) -> None:

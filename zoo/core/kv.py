@@ -15,15 +15,20 @@ state per layer for keys and one for values; column `p` holds the token at posit
 leading slot dimension). Attention masks are additive `[1, 1, 1, keys]` arrays (0 or -inf),
 built on the host from positions: deriving them in-graph from a runtime index is one of the
 formulations reported to crash MPSGraph.
+
+The host side needs numpy only (the decode loop, `zoo generate`, imports no torch); the graph
+side imports torch when an export traces it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
-import torch
+
+if TYPE_CHECKING:
+    import torch
 
 NEG_INF = float("-inf")
 
@@ -110,6 +115,8 @@ class KVStrategy:
 
     def example_step(self, capacity: int, position: int = 1) -> dict[str, torch.Tensor]:
         """Example step tensors for torch.export (the host inputs of one step)."""
+        import torch
+
         return {k: torch.from_numpy(v) for k, v in self.host_inputs(position, capacity).items()}
 
     def cache_shape(self, kv_heads: int, capacity: int, head_dim: int) -> tuple[int, ...]:
@@ -130,6 +137,8 @@ class RuntimeIndexSliceWrite(KVStrategy):
     chunks: ClassVar[bool] = True
 
     def write(self, cache, column, step, time_axis=2):
+        import torch
+
         position, length = step["in_step"].item(), column.shape[time_axis]
         torch._check(position >= 0)
         torch._check(position + length <= cache.shape[time_axis])
@@ -161,6 +170,8 @@ class InputMaskBlend(KVStrategy):
     chunks: ClassVar[bool] = True
 
     def write(self, cache, column, step, time_axis=2):
+        import torch
+
         capacity, length = cache.shape[time_axis], column.shape[time_axis]
         along_time = [1, 1, 1, 1]
         along_time[time_axis] = capacity  # broadcast a [capacity] mask along the time axis
@@ -183,19 +194,26 @@ class InputMaskBlend(KVStrategy):
         }
 
 
-# The strategies a zoo decoder exports with. The isolation cells behind the gotcha pages
-# (crash repros, dynamic contexts, packed slots, ring buffers) are in `zoo.lab.kv_cells`.
+# The strategies a zoo decoder exports with.
 STRATEGIES: dict[str, KVStrategy] = {
     s.name: s for s in (RuntimeIndexSliceWrite(), InputMaskBlend())
 }
+# Every strategy a name can find: the decode strategies, and what others register (the
+# isolation cells behind the gotcha pages register theirs from `zoo.lab.kv_cells`).
+_REGISTERED: dict[str, KVStrategy] = dict(STRATEGIES)
+
+
+def register_strategy(strategy: KVStrategy) -> KVStrategy:
+    """Make `strategy` findable by its name (`get_strategy`), e.g. an isolation cell."""
+    _REGISTERED[strategy.name] = strategy
+    return strategy
 
 
 def get_strategy(name: str) -> KVStrategy:
-    """A strategy by name: a decode strategy, else an isolation cell of `zoo.lab.kv_cells`."""
-    if name in STRATEGIES:
-        return STRATEGIES[name]
-    from zoo.lab.kv_cells import CELLS
-
-    if name in CELLS:
-        return CELLS[name]
-    raise ValueError(f"unknown KV strategy {name!r}; known: {sorted({*STRATEGIES, *CELLS})}")
+    """A strategy by name: a decode strategy, or one registered with `register_strategy`."""
+    if name not in _REGISTERED:
+        raise ValueError(
+            f"unknown KV strategy {name!r}; known: {sorted(_REGISTERED)} (the isolation "
+            "cells register on `import zoo.lab.kv_cells`)"
+        )
+    return _REGISTERED[name]

@@ -65,15 +65,3 @@ def check_splittable(model: nn.Module | type) -> None:
             f"{model.name}: layer ranges are not exported for this entry yet (it has no "
             f"{', '.join(missing)}): export it without --layers-per-function"
         )
-
-
-def prefill_logits(asset: str, ids: list[int]) -> dict:
-    """On the runtime (run it with `run_isolated`): the logits after `ids` read in one
-    `Generator.feed` (whole chunks through prefill, pipelined over the ranges), the asset's
-    prefill functions, and the functions the feed called in order (`ran`)."""
-    from zoo.core.decode import Generator
-
-    with Generator(asset) as generator:
-        logits = generator.feed(ids)
-        names = [function.name for function in generator.functions["prefill"]]
-        return {"logits": logits.tolist(), "prefill functions": names, "ran": generator.ran}

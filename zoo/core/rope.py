@@ -15,7 +15,7 @@ import math
 
 import torch
 
-from zoo.core.checkpoint import UnsupportedConfig
+from zoo.core.files import UnsupportedConfig
 
 ROPE_TYPES = ("default", "linear", "llama3")
 

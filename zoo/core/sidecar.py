@@ -17,16 +17,22 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import torch
 from safetensors import safe_open
 from safetensors.numpy import save_file
+
+if TYPE_CHECKING:  # the host's lookup (SidecarTable) needs numpy only
+    import torch
 
 ROWS_PER_BLOCK = 4096  # rows quantized at a time: 4096 x 8960 bf16 is 73 MB
 
 
 def quantize_rows(rows: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
     """Symmetric int8 per row: (values int8 `[n, width]`, scales float32 `[n]`)."""
+    import torch
+
     rows = rows.float()
     scales = rows.abs().amax(dim=-1).clamp(min=1e-12) / 127.0
     values = torch.round(rows / scales[:, None]).clamp(-127, 127).to(torch.int8)
@@ -55,6 +61,8 @@ class SidecarSource:
 
     def rows(self, ids: torch.Tensor) -> torch.Tensor:
         """The int8-quantized rows of `ids` (`[B, T]`), dequantized: `[B, T, width]`."""
+        import torch
+
         flat = ids.reshape(-1).tolist()
         with safe_open(str(self.file), framework="pt") as tensors:
             table = self._slice(tensors)

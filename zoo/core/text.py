@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from zoo.core.export import read_metadata
+from zoo.core.asset import read_metadata
 
 # What generating text needs beside the weights; an export copies the ones a checkpoint has
 # into the asset (and Apple's engine bundle into its `tokenizer/`), so neither needs the
@@ -70,7 +70,7 @@ def chat_prompt(directory: Path, user_text: str) -> str:
     model's reply, rendered in a sandbox as transformers renders it."""
     from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-    from zoo.core.checkpoint import read_json
+    from zoo.core.files import read_json
 
     config_path = directory / "tokenizer_config.json"
     config = read_json(config_path) if config_path.exists() else {}

@@ -62,8 +62,5 @@ ENTRY = register(
     )
 )
 load_gemma3 = ENTRY.load
-make_tiny_checkpoint = ENTRY.make_tiny_checkpoint
-reference_model = ENTRY.reference_model
 
-__all__ = ["ENTRY", "Gemma3", "Gemma3Config", "load_gemma3", "make_tiny_checkpoint"]
-__all__ += ["reference_model"]
+__all__ = ["ENTRY", "Gemma3", "Gemma3Config", "load_gemma3"]

@@ -82,8 +82,6 @@ ENTRY = register(
     )
 )
 load_gemma4 = ENTRY.load
-make_tiny_checkpoint = ENTRY.make_tiny_checkpoint
-reference_model = ENTRY.reference_model
 
 __all__ = ["ENTRY", "Gemma4", "Gemma4Config", "UnsupportedConfig", "decode_spec", "export_gemma4"]
-__all__ += ["load_gemma4", "make_tiny_checkpoint", "reference_model", "torch_logits"]
+__all__ += ["load_gemma4", "torch_logits"]

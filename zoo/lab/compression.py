@@ -14,6 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
+from zoo.reference import make_tiny_checkpoint
+
 ZOO = Path(__file__).resolve().parents[1]  # what a row depends on: the zoo's code
 CAPACITY, CHUNK = 96, 8
 PROMPT_LENGTH = 72  # quality over 72 positions
@@ -27,7 +29,7 @@ def tiny_checkpoint(model: str, directory: Path) -> Path:
     """The tiny checkpoint the zoo tests use for `model` (its default variant)."""
     from zoo.core.entry import get_entry
 
-    return get_entry(model).make_tiny_checkpoint(directory)
+    return make_tiny_checkpoint(get_entry(model), directory)
 
 
 def asset_bytes(path: Path) -> int:
@@ -37,7 +39,8 @@ def asset_bytes(path: Path) -> int:
 def check_preset(model: str, preset: str, strategy: str, workdir: str) -> dict:
     """Export the tiny `model` with `preset`; measure it against fp32 and on the runtime."""
     from zoo.core.compress import quality
-    from zoo.core.decode import Generator, torch_logits
+    from zoo.core.decode import torch_logits
+    from zoo.core.generator import Generator
     from zoo.released import runtime_logits
 
     workdir = Path(tempfile.mkdtemp(dir=workdir))

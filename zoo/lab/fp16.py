@@ -54,7 +54,7 @@ def fp16_eager(model, ids: list[int]) -> dict:
 def runtime_finite(asset: str, ids: list[int]) -> dict:
     """Run `ids` through an asset on the runtime (use `run_isolated`): how many positions'
     logits are finite, and the logits."""
-    from zoo.core.decode import Generator
+    from zoo.core.generator import Generator
 
     with Generator(asset) as generator:
         rows = np.stack([generator.feed([token]) for token in ids])

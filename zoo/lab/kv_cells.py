@@ -16,6 +16,7 @@ from zoo.core.kv import (
     KVStrategy,
     RuntimeIndexSliceWrite,
     causal_mask,
+    register_strategy,
 )
 
 
@@ -261,3 +262,5 @@ CELLS: dict[str, KVStrategy] = {
         IndexPutWrite(),
     )
 }
+for _cell in CELLS.values():  # findable by name (zoo.core.kv.get_strategy)
+    register_strategy(_cell)

@@ -59,8 +59,5 @@ ENTRY = register(
     )
 )
 load_llama = ENTRY.load
-make_tiny_checkpoint = ENTRY.make_tiny_checkpoint
-reference_model = ENTRY.reference_model
 
-__all__ = ["ENTRY", "Llama", "LlamaConfig", "load_llama", "make_tiny_checkpoint"]
-__all__ += ["reference_model"]
+__all__ = ["ENTRY", "Llama", "LlamaConfig", "load_llama"]

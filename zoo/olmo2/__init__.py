@@ -48,8 +48,5 @@ ENTRY = register(
     )
 )
 load_olmo2 = ENTRY.load
-make_tiny_checkpoint = ENTRY.make_tiny_checkpoint
-reference_model = ENTRY.reference_model
 
-__all__ = ["ENTRY", "Olmo2", "Olmo2Config", "load_olmo2", "make_tiny_checkpoint"]
-__all__ += ["reference_model"]
+__all__ = ["ENTRY", "Olmo2", "Olmo2Config", "load_olmo2"]

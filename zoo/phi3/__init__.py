@@ -61,8 +61,5 @@ ENTRY = register(
     )
 )
 load_phi3 = ENTRY.load
-make_tiny_checkpoint = ENTRY.make_tiny_checkpoint
-reference_model = ENTRY.reference_model
 
-__all__ = ["ENTRY", "Phi3", "Phi3Config", "load_phi3", "make_tiny_checkpoint"]
-__all__ += ["reference_model"]
+__all__ = ["ENTRY", "Phi3", "Phi3Config", "load_phi3"]

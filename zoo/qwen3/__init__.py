@@ -48,8 +48,5 @@ ENTRY = register(
     )
 )
 load_qwen3 = ENTRY.load
-make_tiny_checkpoint = ENTRY.make_tiny_checkpoint
-reference_model = ENTRY.reference_model
 
-__all__ = ["ENTRY", "Qwen3", "Qwen3Config", "load_qwen3", "make_tiny_checkpoint"]
-__all__ += ["reference_model"]
+__all__ = ["ENTRY", "Qwen3", "Qwen3Config", "load_qwen3"]

@@ -52,8 +52,6 @@ ENTRY = register(
     )
 )
 load_qwen3_5 = ENTRY.load
-make_tiny_checkpoint = ENTRY.make_tiny_checkpoint
-reference_model = ENTRY.reference_model
 
 __all__ = [
     "ENTRY",
@@ -63,4 +61,4 @@ __all__ = [
     "decode_spec",
     "export_qwen3_5",
 ]
-__all__ += ["load_qwen3_5", "make_tiny_checkpoint", "reference_model", "torch_logits"]
+__all__ += ["load_qwen3_5", "torch_logits"]

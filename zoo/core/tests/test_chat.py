@@ -31,7 +31,7 @@ def cli(model: str, *args: str) -> subprocess.CompletedProcess:
 def test_gemma4_chat_stops_at_the_end_of_turn(tmp_path):
     from safetensors.torch import load_file, save_file
 
-    from zoo.core.reference import write_tokenizer
+    from zoo.reference import write_tokenizer
     from zoo.released import released_configs, scale_down, write_checkpoint
 
     config = scale_down(json.loads(released_configs("gemma4")["gemma-4-E2B-it"].read_text()))
@@ -85,10 +85,9 @@ def test_gemma4_chat_stops_at_the_end_of_turn(tmp_path):
 
 def test_qwen3_5_chat_template_and_stop_list(tmp_path):
     from zoo.core.export import read_metadata
-    from zoo.core.reference import write_tokenizer
-    from zoo.qwen3_5 import make_tiny_checkpoint
+    from zoo.reference import make_tiny_checkpoint, write_tokenizer
 
-    checkpoint = make_tiny_checkpoint(tmp_path / "ck")
+    checkpoint = make_tiny_checkpoint("qwen3_5", tmp_path / "ck")
     write_tokenizer(checkpoint, 128, {126: "<|im_start|>", 127: "<|im_end|>"})
     (checkpoint / "tokenizer_config.json").write_text(json.dumps({"chat_template": QWEN_TEMPLATE}))
     (checkpoint / "generation_config.json").write_text(json.dumps({"eos_token_id": [127, 1]}))

@@ -13,6 +13,7 @@ import pytest
 
 from zoo.core.compress import PRESETS
 from zoo.lab.compression import compression_row
+from zoo.reference import make_tiny_checkpoint
 
 pytest.importorskip("coreai_opt")
 
@@ -64,9 +65,10 @@ def test_recommended_preset_with_the_other_kv_strategy(model, preset, workdir):
 
 
 def test_fp16_refuses_qwen3_5_naming_the_cause(tmp_path):
-    from zoo.qwen3_5 import export_qwen3_5, load_qwen3_5, make_tiny_checkpoint
+    from zoo.qwen3_5 import export_qwen3_5, load_qwen3_5
+    from zoo.reference import make_tiny_checkpoint
 
-    model = load_qwen3_5(make_tiny_checkpoint(tmp_path / "ck"), "input-mask-blend", 32)
+    model = load_qwen3_5(make_tiny_checkpoint("qwen3_5", tmp_path / "ck"), "input-mask-blend", 32)
     with pytest.raises(ValueError, match="GatedDeltaNet prefill loop"):
         export_qwen3_5(model, tmp_path / "x.aimodel", chunk=4, compress="fp16")
     assert not (tmp_path / "x.aimodel").exists()
@@ -124,7 +126,7 @@ def test_compressing_while_loading_equals_compressing_after(model, preset, optio
     from zoo.core.entry import get_entry
 
     entry = get_entry(model)
-    checkpoint = entry.make_tiny_checkpoint(tmp_path / "ck")
+    checkpoint = make_tiny_checkpoint(entry, tmp_path / "ck")
     ids = list(range(3, 40))
     after = get_preset(preset).apply(entry.load(checkpoint, "runtime-index", 64, **options))
     told = []
@@ -163,7 +165,7 @@ def test_a_loaded_checkpoint_keeps_no_meta_parameter(tmp_path):
     from zoo.core.entry import get_entry
 
     entry = get_entry("qwen3_5")
-    checkpoint = entry.make_tiny_checkpoint(tmp_path / "ck")
+    checkpoint = make_tiny_checkpoint(entry, tmp_path / "ck")
     model = entry.load(checkpoint, "runtime-index", 64)
     assert all(p.device.type == "cpu" for p in model.parameters())
     file = next(checkpoint.glob("*.safetensors"))

@@ -228,7 +228,7 @@ def test_generate_stops_at_the_released_end_of_turn_id(tmp_path):
     token: generate ends there, as transformers does with the released stop list."""
     from safetensors.torch import load_file, save_file
 
-    from zoo.core.decode import Generator
+    from zoo.core.generator import Generator
     from zoo.gemma4 import export_gemma4
     from zoo.released import write_checkpoint
 

@@ -1,4 +1,4 @@
-"""Attention spans (zoo.core.decode.DecodeSpec.spans): which function the host calls, the
+"""Attention spans (zoo.core.spec.DecodeSpec.spans): which function the host calls, the
 masks it builds for it, and what the attention reads. The runtime side (every span's
 function computing what the whole context computes) is each entry's test."""
 
@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 import torch
 
-from zoo.core.decode import DecodeSpec, check_spans
 from zoo.core.layers import attend
+from zoo.core.spec import DecodeSpec, check_spans
 
 
 def spec(**fields) -> DecodeSpec:

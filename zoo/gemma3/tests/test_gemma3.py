@@ -17,7 +17,8 @@ import torch
 
 from zoo.core.checkpoint import UnsupportedConfig
 from zoo.core.decode import torch_logits
-from zoo.gemma3 import Gemma3Config, load_gemma3, reference_model
+from zoo.gemma3 import Gemma3Config, load_gemma3
+from zoo.reference import reference_model
 from zoo.testing import (
     check_cli_export_and_generate,
     check_layout_computes_the_same,
@@ -33,7 +34,7 @@ PROMPT = [2, 17, 33, 91, 5, 77, 12, 9, 100, 3]
 def test_logits_match_transformers(checkpoints, variant):
     ours = load_gemma3(checkpoints[variant], "runtime-index", 64)
     with torch.no_grad():
-        want = reference_model(checkpoints[variant])(torch.tensor([PROMPT])).logits
+        want = reference_model("gemma3", checkpoints[variant])(torch.tensor([PROMPT])).logits
     assert (torch_logits(ours, PROMPT) - want).abs().max().item() < 1e-4
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from zoo.gemma4 import make_tiny_checkpoint
+from zoo.reference import make_tiny_checkpoint
 from zoo.testing import ExportedAssets, exported_assets
 
 CAPACITY, CHUNK = 64, 4
@@ -14,9 +14,11 @@ CAPACITY, CHUNK = 64, 4
 def checkpoints(tmp_path_factory) -> dict:
     root = tmp_path_factory.mktemp("gemma4-checkpoints")
     return {
-        "kv-sharing": make_tiny_checkpoint(root / "kv-sharing", "kv-sharing"),
-        "softcap": make_tiny_checkpoint(root / "softcap", "softcap", seed=1),
-        "multimodal": make_tiny_checkpoint(root / "multimodal", "kv-sharing", multimodal=True),
+        "kv-sharing": make_tiny_checkpoint("gemma4", root / "kv-sharing", "kv-sharing"),
+        "softcap": make_tiny_checkpoint("gemma4", root / "softcap", "softcap", seed=1),
+        "multimodal": make_tiny_checkpoint(
+            "gemma4", root / "multimodal", "kv-sharing", multimodal=True
+        ),
     }
 
 

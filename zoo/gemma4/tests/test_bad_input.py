@@ -357,8 +357,8 @@ def test_isolated_exit_codes_and_paths_are_reported(tmp_path):
 def test_a_raw_in_step_outside_the_cache_is_refused(assets):
     import numpy as np
 
-    from zoo.core.decode import DecodeSpec
     from zoo.core.runtime import Model, RuntimeInputError
+    from zoo.core.spec import DecodeSpec
 
     asset = assets["kv-sharing", "runtime-index"]
     with Model.load(asset) as model:

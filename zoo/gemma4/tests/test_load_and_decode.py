@@ -12,7 +12,8 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from zoo.core.checkpoint import CheckpointError
-from zoo.core.decode import ContextFullError, Generator
+from zoo.core.generator import Generator
+from zoo.core.spec import ContextFullError
 from zoo.gemma4 import UnsupportedConfig, load_gemma4
 from zoo.gemma4.config import Gemma4Config
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from zoo.gemma4 import load_gemma4, reference_model, torch_logits
+from zoo.gemma4 import load_gemma4, torch_logits
+from zoo.reference import reference_model
 from zoo.testing import check_layout_computes_the_same, check_runtime_greedy
 
 from .conftest import CAPACITY, CHUNK
@@ -22,7 +23,7 @@ STRATEGIES = ["runtime-index", "input-mask-blend"]
 @pytest.mark.parametrize("variant", ["kv-sharing", "softcap", "multimodal"])
 def test_logits_match_transformers(checkpoints, variant):
     ours = load_gemma4(checkpoints[variant], "runtime-index", CAPACITY)
-    reference = reference_model(checkpoints[variant])
+    reference = reference_model("gemma4", checkpoints[variant])
     with torch.no_grad():
         want = reference(torch.tensor([PROMPT])).logits
     got = torch_logits(ours, PROMPT)

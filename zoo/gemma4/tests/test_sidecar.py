@@ -10,11 +10,12 @@ import pytest
 import torch
 
 from zoo.core.asset import AssetError
-from zoo.core.decode import Generator, torch_logits
+from zoo.core.decode import torch_logits
 from zoo.core.export import read_metadata
-from zoo.core.reference import greedy_reference
+from zoo.core.generator import Generator
 from zoo.core.sidecar import SidecarTable
-from zoo.gemma4 import export_gemma4, load_gemma4, reference_model
+from zoo.gemma4 import export_gemma4, load_gemma4
+from zoo.reference import greedy_reference, reference_model
 
 from .conftest import CAPACITY, CHUNK
 
@@ -66,7 +67,7 @@ def test_the_runtime_computes_what_eager_computes_with_the_same_int8_rows(
     assert 0 < np.abs(eager - fp32[0].numpy()).max() < 1e-2
     with Generator(asset) as generator:
         tokens = generator.generate(PROMPT, 8, stop_token_ids=[])
-    assert tokens == greedy_reference(reference_model(checkpoints["kv-sharing"]), PROMPT)
+    assert tokens == greedy_reference(reference_model("gemma4", checkpoints["kv-sharing"]), PROMPT)
 
 
 def test_a_damaged_sidecar_is_refused_before_the_runtime(sidecar_asset, tmp_path):

@@ -7,8 +7,8 @@ import json
 import subprocess
 import sys
 
-from zoo.core.decode import DecodeSpec
 from zoo.core.entry import all_entries
+from zoo.core.spec import DecodeSpec
 
 
 def zoo(*args) -> subprocess.CompletedProcess:

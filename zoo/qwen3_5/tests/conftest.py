@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from zoo.qwen3_5 import make_tiny_checkpoint
+from zoo.reference import make_tiny_checkpoint
 from zoo.testing import ExportedAssets, exported_assets
 
 CAPACITY, CHUNK = 64, 4
@@ -14,9 +14,9 @@ CAPACITY, CHUNK = 64, 4
 def checkpoints(tmp_path_factory) -> dict:
     root = tmp_path_factory.mktemp("qwen3_5-checkpoints")
     return {
-        "4-layer": make_tiny_checkpoint(root / "4-layer"),
-        "8-layer": make_tiny_checkpoint(root / "8-layer", seed=1, num_hidden_layers=8),
-        "multimodal": make_tiny_checkpoint(root / "multimodal", multimodal=True),
+        "4-layer": make_tiny_checkpoint("qwen3_5", root / "4-layer"),
+        "8-layer": make_tiny_checkpoint("qwen3_5", root / "8-layer", seed=1, num_hidden_layers=8),
+        "multimodal": make_tiny_checkpoint("qwen3_5", root / "multimodal", multimodal=True),
     }
 
 

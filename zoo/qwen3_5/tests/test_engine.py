@@ -18,11 +18,11 @@ import numpy as np
 import pytest
 import torch
 
-from zoo.core.decode import ContextFullError
 from zoo.core.engine import EngineRunner, PackedPrefixWrite, export_engine_bundle
 from zoo.core.export import read_metadata
 from zoo.core.runtime import Model
-from zoo.qwen3_5 import reference_model
+from zoo.core.spec import ContextFullError
+from zoo.reference import make_tiny_checkpoint, reference_model
 from zoo.testing import engine_greedy_on_runtime, record
 
 CAPACITY = 2100  # past the traced 2,048: the KV caches' context length stays dynamic
@@ -119,10 +119,10 @@ def test_the_bundle_decodes_like_transformers(bundle, checkpoints):
     from zoo.lab.expected import RAN_EXACT, current_target, expected, mismatch
     from zoo.lab.isolate import run_isolated
 
-    reference = reference_model(checkpoints["4-layer"])
+    reference = reference_model("qwen3_5", checkpoints["4-layer"])
     with torch.no_grad():
         want_logits = reference(torch.tensor([PROMPT])).logits[0, -1].numpy()
-    from zoo.core.reference import greedy_reference
+    from zoo.reference import greedy_reference
 
     want = greedy_reference(reference, PROMPT)
     outcome = run_isolated(engine_greedy_on_runtime, str(bundle), PROMPT, CAPACITY, 4)
@@ -191,7 +191,7 @@ def test_an_engine_export_refuses_before_it_loads(
 def test_gemma4_does_not_fit_the_packed_states(tmp_path):
     from zoo.gemma4 import ENTRY
 
-    checkpoint = ENTRY.make_tiny_checkpoint(tmp_path / "gemma")
+    checkpoint = make_tiny_checkpoint(ENTRY, tmp_path / "gemma")
     model = ENTRY.load(checkpoint, PackedPrefixWrite(), 64)
     with pytest.raises(ValueError, match="does not fit Apple's engine contract"):
         export_engine_bundle(model, tmp_path / "g", checkpoint)

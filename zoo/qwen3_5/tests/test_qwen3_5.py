@@ -15,9 +15,11 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from zoo.core.checkpoint import CheckpointError
-from zoo.core.decode import ContextFullError, Generator
+from zoo.core.generator import Generator
 from zoo.core.layout import default_layout
-from zoo.qwen3_5 import UnsupportedConfig, load_qwen3_5, reference_model, torch_logits
+from zoo.core.spec import ContextFullError
+from zoo.qwen3_5 import UnsupportedConfig, load_qwen3_5, torch_logits
+from zoo.reference import reference_model
 from zoo.testing import (
     check_cli_export_and_generate,
     check_layout_computes_the_same,
@@ -33,7 +35,7 @@ PROMPT = [2, 17, 33, 91, 5, 77, 12, 9, 100, 3]
 def test_logits_match_transformers(checkpoints, variant):
     ours = load_qwen3_5(checkpoints[variant], "runtime-index", CAPACITY)
     with torch.no_grad():
-        want = reference_model(checkpoints[variant])(torch.tensor([PROMPT])).logits
+        want = reference_model("qwen3_5", checkpoints[variant])(torch.tensor([PROMPT])).logits
     assert (torch_logits(ours, PROMPT) - want).abs().max().item() < 1e-4
 
 

@@ -1,9 +1,45 @@
-"""transformers as the reference the zoo's models are held to (tests and recipes only)."""
+"""transformers as the reference the zoo's models are held to (tests and recipes only):
+tiny random checkpoints of an entry, transformers' model of a checkpoint, its greedy tokens.
+
+Above `zoo.core` (which never imports it): an entry names its tiny configs as data
+(`ModelEntry.tiny`); writing them needs transformers, which only tests and recipes have."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+
+
+def make_tiny_checkpoint(
+    entry,
+    directory: str | Path,
+    variant: str | None = None,
+    seed: int = 0,
+    multimodal: bool = False,
+    **text,
+) -> Path:
+    """A random-weight checkpoint of `entry` (a `ModelEntry` or its name) written by
+    transformers' `save_pretrained` (config.json, model.safetensors, tokenizer.json): the
+    code that loads it loads a released one. `text` overrides fields of the tiny text
+    config (e.g. `num_hidden_layers=8`)."""
+    entry = _entry(entry)
+    variant = variant or next(iter(entry.tiny.variants))
+    if variant not in entry.tiny.variants:
+        raise ValueError(f"no tiny {entry.title} variant {variant!r}: {list(entry.tiny.variants)}")
+    config = {**entry.tiny.text, **entry.tiny.variants[variant], **text}
+    return write_tiny_checkpoint(entry, Path(directory), config, seed, multimodal)
+
+
+def reference_model(entry, directory: str | Path):
+    """transformers' model of a checkpoint directory of `entry` (or its name)."""
+    entry = _entry(entry)
+    return load_reference(directory, entry.config.MULTIMODAL_TYPE, entry.multimodal_class)
+
+
+def _entry(entry):
+    from zoo.core.entry import get_entry
+
+    return get_entry(entry) if isinstance(entry, str) else entry
 
 
 def load_reference(
@@ -111,11 +147,12 @@ def parity_row(
     exported to `asset`) against transformers' `generate`."""
     import torch
 
-    from zoo.core.decode import Generator, export_model, torch_logits
+    from zoo.core.decode import export_model, torch_logits
     from zoo.core.entry import get_entry
+    from zoo.core.generator import Generator
 
     entry = get_entry(model)
-    reference = entry.reference_model(checkpoint)
+    reference = reference_model(entry, checkpoint)
     ours = entry.load(checkpoint, strategy, capacity)
     with torch.no_grad():
         want_logits = reference(torch.tensor([prompt])).logits
@@ -168,11 +205,10 @@ def text_beside_transformers(
 def _text_beside_transformers(
     asset: str, checkpoint: str, prompt: str, chat: bool, new_tokens: int
 ) -> dict:
-    from zoo.core.decode import DecodeSpec
-    from zoo.core.entry import get_entry
+    from zoo.core.generator import greedy_on_runtime
+    from zoo.core.spec import DecodeSpec
     from zoo.core.text import encode_prompt, load_tokenizer
     from zoo.lab.isolate import run_isolated
-    from zoo.testing import greedy_on_runtime
 
     checkpoint = Path(checkpoint)
     spec = DecodeSpec.of_asset(asset)
@@ -181,7 +217,7 @@ def _text_beside_transformers(
     outcome = run_isolated(greedy_on_runtime, str(asset), ids, new_tokens, timeout=900)
     if not outcome.ok:
         raise RuntimeError(f"the runtime did not decode: {outcome.summary()}")
-    want = greedy_reference(get_entry(spec.model).reference_model(checkpoint), ids, new_tokens)
+    want = greedy_reference(reference_model(spec.model, checkpoint), ids, new_tokens)
 
     def text(tokens: list[int]) -> str:
         stop = next((i for i, t in enumerate(tokens) if t in spec.stop_token_ids), None)

@@ -1,0 +1,297 @@
+"""The host loop: prompt ids in, new token ids out, on the Core AI runtime.
+
+`Generator` drives an asset through the functions its `DecodeSpec` names: whole chunks
+through prefill (pipelined over layer ranges), the rest one token at a time through decode,
+then greedy or sampled decoding. No torch and no model code: numpy and the runtime only.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from zoo.core.runtime import Model
+from zoo.core.spec import ContextFullError, DecodeSpec
+
+
+def check_token_ids(ids: Sequence[int], vocab_size: int) -> None:
+    """Token ids must be whole numbers in the vocabulary: a negative id would wrap around
+    (-1 reads the last embedding row) and a float be truncated, silently."""
+    for token in ids:
+        if isinstance(token, bool) or not isinstance(token, int | np.integer):
+            raise ValueError(f"token ids must be whole numbers, got {token!r}")
+        if not 0 <= token < vocab_size:
+            raise ValueError(f"token id {token} is outside the vocabulary (0..{vocab_size - 1})")
+
+
+def sample(
+    logits: np.ndarray, temperature: float, top_k: int | None, rng: np.random.Generator
+) -> int:
+    """Greedy when `temperature` is 0; else softmax sampling over the top-k logits."""
+    if temperature <= 0:
+        return int(np.argmax(logits))
+    scaled = logits.astype(np.float64) / temperature
+    if top_k is not None and top_k < scaled.size:
+        cutoff = np.partition(scaled, -top_k)[-top_k]
+        scaled = np.where(scaled >= cutoff, scaled, -np.inf)
+    probabilities = np.exp(scaled - scaled.max())
+    probabilities /= probabilities.sum()
+    return int(rng.choice(scaled.size, p=probabilities))
+
+
+def passed_on(carried: dict, outputs: dict) -> dict:
+    """What a layer range's call leaves for the next: its NAME_out outputs as inputs NAME
+    (beside what earlier ranges passed on), and the logits of the last."""
+    fresh = {name[: -len("_out")]: v for name, v in outputs.items() if name.endswith("_out")}
+    return {**carried, **fresh, **({"logits": outputs["logits"]} if "logits" in outputs else {})}
+
+
+class Generator:
+    """Prompt ids in, new token ids out, on the Core AI runtime.
+
+    >>> with Generator("gemma4.aimodel") as generator:            # doctest: +SKIP
+    ...     ids = generator.generate([2, 651, 6037], max_new_tokens=8)
+    """
+
+    def __init__(self, asset: str | os.PathLike, compute_unit: str | None = None) -> None:
+        self.spec = DecodeSpec.of_asset(asset)
+        self.model = Model.load(asset, compute_unit)
+        # each kind of call: one function, or one per layer range (zoo.core.ranges)
+        self.functions = {
+            kind: [self.model.function(name) for name in self.spec.function_names(kind)]
+            for kind in ("prefill", "decode", "score")
+            if kind != "score" or self.spec.score_chunk
+        }
+        # prefill over the first `span` columns of the caches (DecodeSpec.spans)
+        self.spanned = {
+            span: [self.model.function(n) for n in self.spec.function_names("prefill", span)]
+            for span in self.spec.spans or []
+        }
+        self.sidecars = self.spec.open_sidecars(asset)  # rows looked up per token
+        self.ran: list[str] = []  # the functions the last feed() or score() called, in order
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget the context: fresh zeroed states."""
+        self.states = {}
+        for function in self.functions["prefill"]:
+            self.states.update(function.new_states())
+        self.position = 0
+
+    def _fitting(self, ids: Sequence[int], context: int, advice: str) -> list[int]:
+        """`ids` as a list, refused if empty, out of the vocabulary, or past `context`."""
+        ids = list(ids)
+        if not ids:
+            raise ValueError("feed() needs at least one token")
+        check_token_ids(ids, self.spec.vocab_size)
+        if self.position + len(ids) > context:
+            raise ContextFullError(
+                f"the context holds {context} tokens: {self.position} are used and "
+                f"{len(ids)} more do not fit; {advice}"
+            )
+        return ids
+
+    def feed(self, ids: Sequence[int]) -> np.ndarray:
+        """Append tokens to the context; returns the logits after the last one. Whole chunks
+        go through prefill (pipelined over layer ranges), the rest one token at a time."""
+        ids = self._fitting(ids, self.spec.capacity, "export with a larger --capacity")
+        self.ran = []
+        chunk = self.spec.chunk
+        whole = min(len(ids), self.spec.capacity - self.position) // chunk
+        pieces = [ids[i * chunk : (i + 1) * chunk] for i in range(whole)]
+        logits = self._prefill(pieces) if pieces else None
+        for token in ids[whole * chunk :]:  # the rest, and anything past the end
+            logits = self._call("decode", [token])
+        return logits[0, -1].astype(np.float32)
+
+    def _functions(self, kind: str, end: int) -> tuple[list, int | None]:
+        """The functions of one `kind` call ending before position `end`: the shortest
+        attention span's that holds it (prefill only), and that span (None: the whole
+        context)."""
+        span = self.spec.span_for(end)
+        functions, span = (
+            (self.spanned[span], span)
+            if kind == "prefill" and span in self.spanned
+            else (self.functions[kind], None)
+        )
+        self.ran.extend(function.name for function in functions)
+        return functions, span
+
+    def _inputs(self, function, piece: list[int], position: int, carried=None, span=None) -> dict:
+        """What `function` declares, for `piece` at `position` (`carried`: what the earlier
+        ranges passed on to a later one, by input name; `span`: its attention span)."""
+        ids_array = np.array([piece], np.int32)
+        inputs = {
+            "input_ids": ids_array,
+            **self.spec.host_inputs(position, len(piece), span),
+            **self.spec.token_inputs(ids_array, self.sidecars),
+        }
+        inputs.update(carried or {})
+        # Masks go in the dtype the function declares (fp16 for an fp16 export).
+        return {
+            name: value.astype(function.inputs[name][1]) if value.dtype.kind == "f" else value
+            for name, value in inputs.items()
+            if name in function.inputs
+        }
+
+    def _start(self, function, piece: list[int], position: int, carried=None, span=None):
+        states = {name: self.states[name] for name in function.state_names}
+        return function.start(self._inputs(function, piece, position, carried, span), states)
+
+    def _call(self, kind: str, piece: list[int]) -> np.ndarray:
+        """One `kind` call on `piece` at the current position, range after range: logits."""
+        carried: dict = {}
+        functions, span = self._functions(kind, self.position + len(piece))
+        for function in functions:
+            outputs = self._start(function, piece, self.position, carried, span).result()
+            carried = passed_on(carried, outputs)
+        self.position += len(piece)
+        return outputs["logits"]
+
+    def _prefill(self, pieces: list[list[int]]) -> np.ndarray:
+        """Whole chunks through prefill: the logits after the last. With layer ranges, the
+        calls of one wave run together: range r of chunk k beside range r + 1 of chunk
+        k - 1. Each state sees one call at a time, in chunk order: a call whose states a
+        running call also holds (Gemma 4's KV-shared layers read an earlier range's cache)
+        waits for it."""
+        chunk = self.spec.chunk
+        # each chunk's functions: the shortest attention span that holds it
+        calls = [
+            self._functions("prefill", self.position + (k + 1) * chunk) for k in range(len(pieces))
+        ]
+        ranges = len(self.functions["prefill"])
+        carried: list[dict] = [{} for _ in pieces]  # what each chunk's next range reads
+        for wave in range(len(pieces) + ranges - 1):
+            first = max(0, wave - ranges + 1)
+            running: list = []  # (chunk, call, its states), oldest chunk first
+            for k in range(first, min(wave, len(pieces) - 1) + 1):
+                functions, span = calls[k]
+                function = functions[wave - k]
+                held = set(function.state_names)
+                for other in [r for r in running if r[2] & held]:
+                    self._finish(other, carried)
+                    running.remove(other)
+                position = self.position + k * chunk
+                call = self._start(function, pieces[k], position, carried[k], span)
+                running.append((k, call, held))
+            for entry in running:
+                self._finish(entry, carried)
+        self.position += chunk * len(pieces)
+        return carried[-1]["logits"]
+
+    @staticmethod
+    def _finish(running: tuple, carried: list[dict]) -> None:
+        k, call, _ = running
+        carried[k] = passed_on(carried[k], call.result())
+
+    def score(self, ids: Sequence[int]) -> np.ndarray:
+        """Append tokens to the context; returns the logits after each of them `[T, vocab]`
+        (row i scores the token after ids[i]). Needs an asset exported with `score_chunk`."""
+        if "score" not in self.functions:
+            raise ValueError(
+                "this asset has no score function: export it with score_chunk=N "
+                "(zoo.core.decode.export_model) to read every row's logits"
+            )
+        ids = self._fitting(ids, self.spec.capacity, "score fewer tokens or export longer")
+        self.ran, rows = [], []
+        chunk = self.spec.score_chunk
+        while ids:
+            piece = ids[:chunk] if len(ids) >= chunk else ids[:1]
+            rows.append(self._call("score" if len(piece) == chunk else "decode", piece)[0])
+            ids = ids[len(piece) :]
+        return np.concatenate(rows).astype(np.float32)
+
+    def generate(
+        self,
+        prompt_ids: Sequence[int],
+        max_new_tokens: int,
+        *,
+        stop_token_ids: Sequence[int] | None = None,
+        temperature: float = 0.0,
+        top_k: int | None = None,
+        seed: int | None = None,
+        on_token: Callable[[int], None] | None = None,
+    ) -> list[int]:
+        """Greedy (or seeded sampled) continuation of `prompt_ids`, from a fresh context.
+
+        Stops after `max_new_tokens`, at a stop token (included in the result), or raises
+        `ContextFullError` when the next token would not fit.
+        """
+        if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int):
+            raise ValueError(f"max_new_tokens must be a whole number, got {max_new_tokens!r}")
+        if max_new_tokens < 1:
+            raise ValueError(f"max_new_tokens must be at least 1, got {max_new_tokens}")
+        if not (isinstance(temperature, int | float) and 0 <= temperature < float("inf")):
+            raise ValueError(f"temperature must be >= 0 (0: greedy), got {temperature!r}")
+        if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, int)):
+            raise ValueError(f"top_k must be a whole number >= 1, got {top_k!r}")
+        if top_k is not None and top_k < 1:
+            raise ValueError(f"top_k must be at least 1 (or None: all tokens), got {top_k}")
+        stops = set(self.spec.stop_token_ids if stop_token_ids is None else stop_token_ids)
+        rng = np.random.default_rng(seed)
+        self.reset()
+        logits = self.feed(prompt_ids)
+        new: list[int] = []
+        while len(new) < max_new_tokens:
+            token = sample(logits, temperature, top_k, rng)
+            new.append(token)
+            if on_token is not None:
+                on_token(token)
+            if token in stops or len(new) == max_new_tokens:
+                break
+            logits = self.feed([token])
+        return new
+
+    def close(self) -> None:
+        self.model.close()
+
+    def __enter__(self) -> Generator:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+# -- one call of the runtime, whole: what a child process runs (`zoo.lab.isolate.run_isolated`)
+# and returns as plain lists (a runtime crash then kills the child, not the caller)
+
+
+def greedy_on_runtime(asset: str, prompt: list[int], new_tokens: int = 8) -> list[int]:
+    """Greedy tokens from an exported decoder (run it with `run_isolated`: it may crash)."""
+    return runtime_greedy(asset, prompt, new_tokens)["tokens"]
+
+
+def runtime_greedy(asset: str, prompt: list[int], new_tokens: int = 8) -> dict:
+    """Greedy tokens and the logits each was chosen from, on the Core AI runtime (run it
+    with `run_isolated`)."""
+    with Generator(asset) as generator:
+        logits = generator.feed(prompt)
+        tokens, rows = [], []
+        for _ in range(new_tokens):
+            rows.append(logits.tolist())
+            tokens.append(int(np.argmax(logits)))
+            logits = generator.feed([tokens[-1]])
+    return {"tokens": tokens, "logits": rows}
+
+
+def runtime_feed_logits(asset: str, pieces: list[list[int]]) -> dict:
+    """The logits after each piece fed in turn, and the functions the calls ran, in order
+    (run it with `run_isolated`)."""
+    logits, called = [], []
+    with Generator(asset) as generator:
+        for piece in pieces:
+            logits.append(generator.feed(piece).tolist())
+            called += generator.ran
+    return {"logits": logits, "called": called}
+
+
+def prefill_logits(asset: str, ids: list[int]) -> dict:
+    """On the runtime (run it with `run_isolated`): the logits after `ids` read in one
+    `Generator.feed` (whole chunks through prefill, pipelined over the ranges), the asset's
+    prefill functions, and the functions the feed called in order (`ran`)."""
+    with Generator(asset) as generator:
+        logits = generator.feed(ids)
+        names = [function.name for function in generator.functions["prefill"]]
+        return {"logits": logits.tolist(), "prefill functions": names, "ran": generator.ran}

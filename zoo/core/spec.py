@@ -1,0 +1,167 @@
+"""The asset contract: what the host must know to drive an exported decoder (`DecodeSpec`,
+stored in the asset's metadata), and the inputs it derives from it for every call.
+
+A zoo model exports `prefill` (a chunk of `chunk` tokens) and `decode` (one token) into one
+asset; both name the same states (KV caches, and for hybrids the recurrent and conv states),
+so decode continues where prefill left off. What the host passes per step is derived from
+the spec: the positions, the KV strategy's inputs (write index or mask, `attn_mask`) and,
+for models with sliding-window layers, a `sliding_mask`. No torch: `zoo generate` and the
+host loop (`zoo.core.generator`) run with numpy and the runtime only.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from zoo.core.asset import read_metadata
+from zoo.core.kv import causal_mask, chunk_rows, get_strategy
+
+
+class ContextFullError(IndexError):
+    """The decode would run past the context the asset was exported with."""
+
+
+MAX_CAPACITY = 262_144  # the longest context of the zoo's models (Qwen3.5)
+
+
+def check_capacity(capacity: int) -> None:
+    """A KV cache length the export can hold: checked before anything is built."""
+    if isinstance(capacity, bool) or not isinstance(capacity, int) or capacity < 2:
+        raise ValueError(
+            f"the capacity (tokens the KV cache holds) must be a whole number >= 2, "
+            f"got {capacity!r}"
+        )
+    if capacity > MAX_CAPACITY:
+        raise ValueError(
+            f"a capacity of {capacity} tokens is more than the zoo's models support "
+            f"({MAX_CAPACITY}); choose a smaller --capacity"
+        )
+
+
+def check_spans(spans: Sequence[int] | None, chunk: int, capacity: int) -> None:
+    """Attention spans an export can have: whole numbers, ascending, each holding a prefill
+    chunk and shorter than the context (the context itself is always exported)."""
+    if spans is None:
+        return
+    for span in spans:
+        if isinstance(span, bool) or not isinstance(span, int) or not chunk <= span < capacity:
+            raise ValueError(
+                f"an attention span must be a whole number from the prefill chunk ({chunk}) "
+                f"to below the capacity ({capacity}), got {span!r}"
+            )
+    if list(spans) != sorted(set(spans)):
+        raise ValueError(f"attention spans must be ascending and distinct, got {list(spans)}")
+
+
+@dataclass
+class DecodeSpec:
+    """What the host must know to drive an exported decoder; stored in its metadata."""
+
+    model: str
+    strategy: str
+    capacity: int
+    chunk: int
+    vocab_size: int
+    state_shapes: dict[str, list[int]]
+    sliding_window: int | None = None
+    stop_token_ids: list[int] = field(default_factory=list)
+    # the checkpoint folder's name (provenance only; never a path: the asset holds its own
+    # tokenizer and generation files); assets exported before 2026-12-03 hold a path
+    checkpoint: str | None = None
+    layout: dict[str, str] = field(default_factory=dict)  # zoo.core.layout: weights, keys
+    compression: str = "fp32"  # zoo.core.compress preset the weights were stored with
+    compression_detail: str | None = None  # what a mixed preset chose (zoo.core.compress)
+    # tables kept out of the graph (zoo.core.sidecar): input name -> file, rows, width
+    sidecars: dict[str, dict] = field(default_factory=dict)
+    # a third function, `score`: this many tokens in, every row's logits out (zoo.quality)
+    score_chunk: int | None = None
+    # layer ranges [start, stop): each function kind exported once per range, `prefill_0`,
+    # `prefill_1`, ... (None: one function a kind, `prefill`)
+    ranges: list[list[int]] | None = None
+    # attention spans shorter than the context: prefill exported once more per span,
+    # attending over the cache's first `span` columns only (`prefill_s256`, ...); the host
+    # calls the shortest span that holds the chunk (None: every call reads `capacity`).
+    # Decode stays whole: on the Linux runtime a step's slice of the cache cost more than
+    # the attention it saved (docs/performance.md#attention-spans)
+    spans: list[int] | None = None
+
+    def __post_init__(self) -> None:
+        # a hand-edited or damaged metadata.json must not decode silently wrong: a stop id
+        # `true` would act as id 1
+        for token in self.stop_token_ids:
+            if isinstance(token, bool) or not isinstance(token, int):
+                raise ValueError(f"stop id {token!r} is not a token id")
+            if not 0 <= token < self.vocab_size:
+                raise ValueError(f"stop id {token} is outside the vocabulary")
+        check_spans(self.spans, self.chunk, self.capacity)
+
+    def function_names(self, kind: str, span: int | None = None) -> list[str]:
+        """The asset's functions that make one `kind` call ("prefill", "decode", "score"),
+        in the order the host calls them; `span` names those of an attention span (None or
+        the capacity: the whole context)."""
+        if span not in (None, self.capacity):
+            kind = f"{kind}_s{span}"
+        if not self.ranges:
+            return [kind]
+        return [f"{kind}_{index}" for index in range(len(self.ranges))]
+
+    def span_for(self, end: int) -> int:
+        """The shortest attention span that holds positions up to `end` (exclusive)."""
+        return next((span for span in self.spans or [] if end <= span), self.capacity)
+
+    @classmethod
+    def of_asset(cls, asset: str | os.PathLike) -> DecodeSpec:
+        """The spec an asset's metadata.json holds, refused whole if it was damaged."""
+        decode = read_metadata(asset).get("decode")
+        if decode is None:
+            raise ValueError(f"{asset} was not exported by zoo.core.decode.export_decoder")
+        try:
+            return cls(**decode)
+        except (TypeError, ValueError) as error:
+            raise ValueError(
+                f"{asset}/metadata.json: its decode spec is damaged ({error}); export again"
+            ) from None
+
+    def host_inputs(
+        self, position: int, length: int, span: int | None = None
+    ) -> dict[str, np.ndarray]:
+        """Everything but `input_ids` for `length` tokens starting at `position`; the masks
+        of a function attending over `span` columns (None: the whole context)."""
+        span = self.capacity if span is None else span
+        if position + length > self.capacity:
+            raise ContextFullError(
+                f"the context holds {self.capacity} tokens and this step needs positions "
+                f"{position}..{position + length - 1}; export with a larger --capacity"
+            )
+        if position + length > span:
+            raise ValueError(
+                f"positions {position}..{position + length - 1} are past an attention span "
+                f"of {span}: call a longer span's function (DecodeSpec.span_for)"
+            )
+        inputs = {"positions": np.arange(position, position + length, dtype=np.int32)[None]}
+        inputs.update(get_strategy(self.strategy).host_inputs(position, self.capacity, length))
+        if self.sliding_window is not None:
+            rows = chunk_rows(position, self.capacity, length)
+            recent = np.arange(self.capacity)[None, :] > (
+                position + np.arange(length)[:, None] - self.sliding_window
+            )
+            inputs["sliding_mask"] = causal_mask(rows & recent)
+        for name in ("attn_mask", "sliding_mask"):  # a span reads the first columns only
+            if name in inputs:
+                inputs[name] = np.ascontiguousarray(inputs[name][..., :span])
+        return inputs
+
+    def token_inputs(self, ids: np.ndarray, tables: dict) -> dict[str, np.ndarray]:
+        """The inputs the host looks up per token: rows of each sidecar table (`tables`:
+        input name -> `zoo.core.sidecar.SidecarTable`) for `ids` `[1, T]`."""
+        return {name: tables[name].lookup(ids) for name in self.sidecars}
+
+    def open_sidecars(self, asset: str | os.PathLike) -> dict:
+        from zoo.core.sidecar import SidecarTable
+
+        return {name: SidecarTable(Path(asset) / s["file"]) for name, s in self.sidecars.items()}
