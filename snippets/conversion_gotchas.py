@@ -69,7 +69,7 @@ try:
         output_names=["y"],
     )
 except FileExistsError as error:
-    print(error)  # ... already exists; pass overwrite=True to replace it, ...
+    print(error)  # ... already exists; replace it with --overwrite ...
 else:
     raise AssertionError(
         "zoo.core.export replaced an existing asset without overwrite=True"

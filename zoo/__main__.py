@@ -1,8 +1,8 @@
-"""`python -m zoo export CKPT OUT.aimodel` / `generate ASSET` / `list`: the `zoo` command."""
+"""`python -m zoo ...`: the `zoo` command (zoo.command)."""
 
 import sys
 
-from zoo.core.command import main
+from zoo.command import main
 
 if __name__ == "__main__":
     sys.exit(main())

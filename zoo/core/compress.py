@@ -61,6 +61,11 @@ class Preset:
     def compresses_weights(self) -> bool:
         return self.weights is not None
 
+    @property
+    def spelling(self) -> str:
+        """The name `get_preset` takes back: `mixed:UNIT,...` for a mixed preset."""
+        return f"mixed:{','.join(self.units)}" if self.name == "mixed" else self.name
+
     def check(self, model_name: str) -> None:
         reason = dict(self.unsupported).get(model_name)
         if reason:

@@ -14,16 +14,16 @@ import functools
 import os
 import shutil
 from collections.abc import Sequence
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 
-from zoo.core.export import EntryPoint, check_destination, export_entry_points
-from zoo.core.layout import apply_layout, layout_of, resolve_layout
-from zoo.core.spec import DecodeSpec, check_spans
+from zoo.core.export import EntryPoint, export_entry_points
+from zoo.core.layout import apply_layout, layout_of
+from zoo.core.spec import DecodeSpec
 from zoo.core.text import generation_files
 
 if TYPE_CHECKING:
@@ -126,22 +126,13 @@ def export_decoder(
     """Export a zoo decoder (`forward(input_ids, positions, step, states)`) as prefill +
     decode (+ score if `spec.score_chunk`), each a `FlatDecoder` over the same states, with
     its sidecar tables (int8 files beside the program, `zoo.core.sidecar`) written from
-    `model.sidecars`.
+    `model.sidecars`. The spec checked itself when it was made (`DecodeSpec`); the
+    destination is checked where the asset is written (`zoo.core.export`).
 
     `program_pass`, if given, rewrites each function's `torch.export` program before the
     conversion (e.g. an fp16 cast). `extra_files` (name -> write(path)) adds files to the
     asset, listed in its manifest like the program."""
-    if not 2 <= spec.chunk <= spec.capacity:
-        raise ValueError(
-            f"the prefill chunk must hold 2 to {spec.capacity} tokens (the context), "
-            f"got {spec.chunk}"
-        )
-    check_destination(path, overwrite)
-    if spec.score_chunk is not None and not 1 <= spec.score_chunk <= spec.capacity:
-        raise ValueError(
-            f"the score chunk must hold 1 to {spec.capacity} tokens, got {spec.score_chunk}"
-        )
-    check_spans(spec.spans, spec.chunk, spec.capacity)
+    spec.check_exportable()
     spans = [*(spec.spans or []), None]
     functions = [("prefill", spec.chunk, s) for s in spans] + [("decode", 1, None)]
     if spec.score_chunk is not None:  # scoring reads long texts: the whole context only
@@ -208,7 +199,7 @@ def export_model(
     model: torch.nn.Module,
     path: str | os.PathLike,
     *,
-    chunk: int = 8,
+    chunk: int | None = 8,
     overwrite: bool = False,
     checkpoint: str | os.PathLike | None = None,
     weights: str = "auto",
@@ -218,11 +209,13 @@ def export_model(
     layers_per_function: int | None = None,
     spans: Sequence[int] | None = None,
 ) -> Path:
-    """Export a loaded zoo decoder (`zoo.<model>.load_<model>`) as prefill + decode.
+    """Export a loaded zoo decoder (`zoo.<model>.load_<model>`) as prefill + decode: the
+    options are planned and checked once (`zoo.core.plan.plan_for_model`), then written.
 
     `checkpoint` (the directory it was loaded from) gives the asset its tokenizer and
     generation files (`zoo.core.text.GENERATION_FILES`, copied in and listed in the
     manifest), so the asset generates text on its own; only the folder's name is recorded.
+    `chunk` is the tokens per prefill call (None: this platform's default, `zoo export`'s).
     `weights` and `keys` choose the stored layout (`zoo.core.layout`; "auto": this
     platform's default); the model is re-stored in place and computes the same logits.
     `compress` names a `zoo.core.compress` preset for the stored weights. `score_chunk`
@@ -233,39 +226,50 @@ def export_model(
     attend over the cache's first `span` columns only: the host calls the shortest one that
     holds the chunk (docs/performance.md#attention-spans).
     """
+    from zoo.core.plan import plan_for_model
+
+    plan = plan_for_model(
+        model,
+        path,
+        checkpoint=checkpoint,
+        chunk=chunk,
+        overwrite=overwrite,
+        weights=weights,
+        keys=keys,
+        compress=compress,
+        score_chunk=score_chunk,
+        layers_per_function=layers_per_function,
+        spans=spans,
+    )
+    return write_asset(model, plan)
+
+
+def write_asset(model: torch.nn.Module, plan) -> Path:
+    """Write the asset of a checked `zoo.core.plan.ExportPlan` from its loaded `model`:
+    the layout applied, the weights compressed, every function converted, then saved."""
     from zoo.core.compress import get_preset
 
-    preset = get_preset(compress)
-    preset.check(model.name)
-    loaded_with = getattr(model, "compression", "fp32")
-    if loaded_with not in ("fp32", preset.name):
-        raise ValueError(
-            f"the model was loaded compressed with {loaded_with!r}: export it with "
-            f"compress={loaded_with!r} (or load it again without compression)"
-        )
-    source = Path(checkpoint).resolve() if checkpoint is not None else None
-    check_destination(path, overwrite, source)
+    preset = get_preset(plan.compress)
+    source = plan.checkpoint.resolve() if plan.checkpoint is not None else None
     copied = {
         file.name: functools.partial(shutil.copyfile, file)
         for file in (generation_files(source) if source is not None else [])
     }
-    layout = preset.layout(resolve_layout(weights, keys))
-    apply_layout(model, layout["weights"], layout["keys"])
-    spec = decode_spec(model, chunk, source.name if source is not None else None)
-    spec.compression, spec.compression_detail = preset.name, preset.detail
-    spec.score_chunk = score_chunk
-    check_spans(spans, chunk, spec.capacity)
-    spec.spans = list(spans) if spans else None
-    if layers_per_function is not None:
-        from zoo.core.ranges import check_splittable, split_layers
-
-        check_splittable(model)
-        spec.ranges = split_layers(len(model.layers), layers_per_function)
+    apply_layout(model, plan.weights, plan.keys)
+    spec = decode_spec(model, plan.chunk, source.name if source is not None else None)
+    spec = replace(
+        spec,
+        compression=preset.name,
+        compression_detail=preset.detail,
+        score_chunk=plan.score_chunk,
+        spans=list(plan.spans) if plan.spans else None,
+        ranges=[list(r) for r in plan.ranges] if plan.ranges else None,
+    )
     return export_decoder(
         preset.apply(model),
         spec,
-        path,
-        overwrite=overwrite,
+        plan.output,
+        overwrite=plan.overwrite,
         program_pass=preset.program_pass,
         extra_files=copied,
     )

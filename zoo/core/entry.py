@@ -225,6 +225,28 @@ def get_entry(name: str) -> ModelEntry:
     return ENTRIES[name]
 
 
+def entry_for_checkpoint(directory: str | Path) -> ModelEntry:
+    """The zoo entry that loads a checkpoint directory, by its config.json `model_type` (as
+    `mlx_lm.convert` and Apple's `coreai.llm.export` pick the family)."""
+    from zoo.core.files import read_json
+
+    config = read_json(Path(directory) / "config.json", ": is it a checkpoint folder?")
+    model_type = config.get("model_type")
+    by_type = {
+        kind: entry
+        for entry in all_entries().values()
+        for kind in entry.config.model_types()
+        if kind
+    }
+    if model_type not in by_type:
+        known = ", ".join(f"{t} (zoo.{e.name})" for t, e in sorted(by_type.items()))
+        raise ValueError(
+            f"{directory}/config.json has model_type {model_type!r}, which no zoo entry "
+            f"loads; the entries load: {known}"
+        )
+    return by_type[model_type]
+
+
 def all_entries() -> dict[str, ModelEntry]:
     """Every zoo model: each package under `zoo/` with a `model.py` registers itself on
     import, so a new model needs no list to be edited."""

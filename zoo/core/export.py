@@ -186,8 +186,8 @@ def check_destination(
         raise FileExistsError(f"{path} exists and is not an asset directory; remove it first")
     if path.exists() and not overwrite:
         raise FileExistsError(
-            f"{path} already exists; pass overwrite=True (--overwrite) to replace it, or "
-            "choose another path"
+            f"{path} already exists; replace it with --overwrite (overwrite=True in Python), "
+            "or choose another path"
         )
     if path.exists() and not written_by_the_zoo(path):
         raise FileExistsError(
@@ -214,6 +214,8 @@ def check_output_place(path: Path, source: str | os.PathLike | None) -> None:
         source_dir = Path(source).resolve()
         if path.resolve() == source_dir or source_dir in path.resolve().parents:
             raise ValueError(f"{path} is (inside) the checkpoint {source}: write it elsewhere")
+        if path.resolve() in source_dir.parents:  # an overwrite would delete the checkpoint
+            raise ValueError(f"the checkpoint {source} is inside {path}: write it elsewhere")
     parent = path.parent.resolve()
     while not parent.exists():
         parent = parent.parent

@@ -12,18 +12,9 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from zoo.core.request import GenerationRequest, check_token_ids
 from zoo.core.runtime import Model
 from zoo.core.spec import ContextFullError, DecodeSpec
-
-
-def check_token_ids(ids: Sequence[int], vocab_size: int) -> None:
-    """Token ids must be whole numbers in the vocabulary: a negative id would wrap around
-    (-1 reads the last embedding row) and a float be truncated, silently."""
-    for token in ids:
-        if isinstance(token, bool) or not isinstance(token, int | np.integer):
-            raise ValueError(f"token ids must be whole numbers, got {token!r}")
-        if not 0 <= token < vocab_size:
-            raise ValueError(f"token id {token} is outside the vocabulary (0..{vocab_size - 1})")
 
 
 def sample(
@@ -206,7 +197,7 @@ class Generator:
     def generate(
         self,
         prompt_ids: Sequence[int],
-        max_new_tokens: int,
+        max_new_tokens: int | None = None,
         *,
         stop_token_ids: Sequence[int] | None = None,
         temperature: float = 0.0,
@@ -214,32 +205,39 @@ class Generator:
         seed: int | None = None,
         on_token: Callable[[int], None] | None = None,
     ) -> list[int]:
-        """Greedy (or seeded sampled) continuation of `prompt_ids`, from a fresh context.
+        """Greedy (or seeded sampled) continuation of `prompt_ids`, from a fresh context:
+        the options of a `GenerationRequest`, checked before anything runs.
 
-        Stops after `max_new_tokens`, at a stop token (included in the result), or raises
-        `ContextFullError` when the next token would not fit.
+        Stops after `max_new_tokens` (None: as many as the context holds), or at a stop
+        token (included in the result); a request that cannot fit the context raises
+        `ContextFullError` before decoding.
         """
-        if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int):
-            raise ValueError(f"max_new_tokens must be a whole number, got {max_new_tokens!r}")
-        if max_new_tokens < 1:
-            raise ValueError(f"max_new_tokens must be at least 1, got {max_new_tokens}")
-        if not (isinstance(temperature, int | float) and 0 <= temperature < float("inf")):
-            raise ValueError(f"temperature must be >= 0 (0: greedy), got {temperature!r}")
-        if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, int)):
-            raise ValueError(f"top_k must be a whole number >= 1, got {top_k!r}")
-        if top_k is not None and top_k < 1:
-            raise ValueError(f"top_k must be at least 1 (or None: all tokens), got {top_k}")
-        stops = set(self.spec.stop_token_ids if stop_token_ids is None else stop_token_ids)
-        rng = np.random.default_rng(seed)
+        request = GenerationRequest(
+            tuple(prompt_ids),
+            max_new_tokens,
+            None if stop_token_ids is None else tuple(stop_token_ids),
+            temperature,
+            top_k,
+            seed,
+        )
+        return self.run(request, on_token)
+
+    def run(
+        self, request: GenerationRequest, on_token: Callable[[int], None] | None = None
+    ) -> list[int]:
+        """Carry out a `GenerationRequest` (see `generate`)."""
+        request = request.fitted(self.spec)
+        stops = set(request.stop_token_ids)
+        rng = np.random.default_rng(request.seed)
         self.reset()
-        logits = self.feed(prompt_ids)
+        logits = self.feed(request.prompt_ids)
         new: list[int] = []
-        while len(new) < max_new_tokens:
-            token = sample(logits, temperature, top_k, rng)
+        while len(new) < request.max_new_tokens:
+            token = sample(logits, request.temperature, request.top_k, rng)
             new.append(token)
             if on_token is not None:
                 on_token(token)
-            if token in stops or len(new) == max_new_tokens:
+            if token in stops or len(new) == request.max_new_tokens:
                 break
             logits = self.feed([token])
         return new

@@ -100,6 +100,19 @@ class DecodeSpec:
                 raise ValueError(f"stop id {token} is outside the vocabulary")
         check_spans(self.spans, self.chunk, self.capacity)
 
+    def check_exportable(self) -> None:
+        """The functions this spec names can be exported: a prefill chunk of 2 tokens or
+        more within the context, a score chunk within it."""
+        if not 2 <= self.chunk <= self.capacity:
+            raise ValueError(
+                f"the prefill chunk must hold 2 to {self.capacity} tokens (the context), "
+                f"got {self.chunk}"
+            )
+        if self.score_chunk is not None and not 1 <= self.score_chunk <= self.capacity:
+            raise ValueError(
+                f"the score chunk must hold 1 to {self.capacity} tokens, got {self.score_chunk}"
+            )
+
     def function_names(self, kind: str, span: int | None = None) -> list[str]:
         """The asset's functions that make one `kind` call ("prefill", "decode", "score"),
         in the order the host calls them; `span` names those of an attention span (None or

@@ -64,8 +64,9 @@ def load_tokenizer(path: Path):
         raise ValueError(f"{path} is not a tokenizer.json ({error})") from None
 
 
-def chat_prompt(directory: Path, user_text: str) -> str:
-    """`user_text` as one user turn through the chat template of a checkpoint directory
+def chat_prompt(directory: Path, user_text: str, system: str | None = None) -> str:
+    """`user_text` as one user turn (after a `system` turn, if given) through the chat
+    template of a checkpoint directory
     (chat_template.jinja, or tokenizer_config.json's "chat_template"), ready for the
     model's reply, rendered in a sandbox as transformers renders it."""
     from jinja2.sandbox import ImmutableSandboxedEnvironment
@@ -104,7 +105,10 @@ def chat_prompt(directory: Path, user_text: str) -> str:
             f"{where}: the chat template has a syntax error (line {error.lineno}: {error.message})"
         ) from None
     return compiled.render(
-        messages=[{"role": "user", "content": user_text}],
+        messages=[
+            *([{"role": "system", "content": system}] if system is not None else []),
+            {"role": "user", "content": user_text},
+        ],
         add_generation_prompt=True,
         bos_token=special("bos_token"),
         eos_token=special("eos_token"),
@@ -112,7 +116,9 @@ def chat_prompt(directory: Path, user_text: str) -> str:
     )
 
 
-def encode_prompt(tokenizer, directory: Path, text: str, chat: bool = False) -> list[int]:
+def encode_prompt(
+    tokenizer, directory: Path, text: str, chat: bool = False, system: str | None = None
+) -> list[int]:
     """Prompt ids of `text`: as it is (with the tokenizer's own special tokens, e.g. a
     bos), or with `chat` as one user turn through the chat template of `directory`."""
     try:
@@ -122,6 +128,6 @@ def encode_prompt(tokenizer, directory: Path, text: str, chat: bool = False) -> 
     if not text.strip():
         raise ValueError("the prompt is empty; give it some text (or --prompt-ids)")
     if chat:  # the template writes the special tokens itself (bos, turn markers)
-        rendered = chat_prompt(directory, text)
+        rendered = chat_prompt(directory, text, system)
         return tokenizer.encode(rendered, add_special_tokens=False).ids
     return tokenizer.encode(text).ids

@@ -205,12 +205,25 @@ def test_debug_shows_the_traceback(work, monkeypatch):
         run("gemma4", ["--debug", "generate", "x.aimodel", "--prompt-ids", "2"])
 
 
-def test_a_late_context_error_starts_its_own_line(work, capfd, monkeypatch):
+def test_a_request_past_the_context_is_refused_before_decoding(work, capfd, monkeypatch):
     monkeypatch.chdir(work)
     line = "generate g4.aimodel --max-new-tokens 10 --prompt-ids " + ",".join(["2"] * 60)
     assert run("gemma4", line.split()) == 2
     captured = capfd.readouterr()
-    assert captured.out.endswith("\n")  # the tokens' line is closed before the error
+    assert captured.out == ""  # not one token: the request was refused before loading
+    assert "room for 5 new, not 10; ask for fewer (--max-new-tokens 5)" in captured.err
+    assert "loading" not in captured.err
+
+
+def test_max_new_tokens_defaults_to_what_the_context_holds(work, capfd, monkeypatch):
+    monkeypatch.chdir(work)
+    line = "generate g4.aimodel --prompt-ids " + ",".join(["2"] * 60)
+    assert run("gemma4", [*line.split(), "--temperature", "0"]) == 0
+    captured = capfd.readouterr()
+    assert captured.out.endswith("\n")  # the answer's line is closed
+    # 64 positions, 60 taken by the prompt: 5 new tokens (the last is never fed back),
+    # fewer if a stop id came first
+    assert 1 <= len(captured.out.split()) <= 5
 
 
 def python(code: str, timeout: float = 120) -> subprocess.CompletedProcess:
@@ -222,7 +235,7 @@ def python(code: str, timeout: float = 120) -> subprocess.CompletedProcess:
 def test_an_unclosed_model_does_not_hang_the_interpreter(work):
     for code in (
         f"from zoo.core.runtime import Model; m = Model.load({str(work / 'g4.aimodel')!r})",
-        "from zoo.core.decode import Generator; "
+        "from zoo.core.generator import Generator; "
         f"g = Generator({str(work / 'g4.aimodel')!r}); print(g.generate([2, 3], 2))",
     ):
         done = python(code, timeout=120)  # used to wait forever at exit

@@ -88,6 +88,8 @@ def test_not_a_checkpoint_directory(tmp_path):
 
 
 def test_strategies_that_cannot_serve_are_refused(checkpoints):
+    import zoo.lab.kv_cells  # noqa: F401 - registers the isolation cells by name
+
     with pytest.raises(ValueError, match="'host-cache' cannot serve Gemma 4"):
         load_gemma4(checkpoints["softcap"], "host-cache")
 
@@ -137,7 +139,7 @@ def test_cli_export_then_generate_text(checkpoints, tmp_path):
     assert export.returncode == 0, export.stderr
     assert "saved" in export.stderr and out.is_dir()
     again = cli("export", checkpoints["kv-sharing"], out)
-    assert again.returncode == 2 and "already exists; pass overwrite=True" in again.stderr
+    assert again.returncode == 2 and "already exists; replace it with --overwrite" in again.stderr
 
     text = cli("generate", out, "--prompt", "w2 w17 w33 w91 w5", "--max-new-tokens", 5)
     assert text.returncode == 0, text.stderr

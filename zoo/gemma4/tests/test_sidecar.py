@@ -97,11 +97,11 @@ def test_a_sidecar_lookup_outside_the_table_is_refused(sidecar_asset):
     [("int8", "auto", True), ("palettize4", "auto", True), ("fp32", "auto", False)]
     + [("fp16", "auto", False), ("int8", "off", False), ("fp32", "on", True)],
 )
-def test_sidecar_auto_means_on_for_compressed_weights(compress, choice, wanted):
-    from zoo.core.cli import sidecar_wanted
-    from zoo.core.compress import get_preset
+def test_sidecar_auto_means_on_for_compressed_weights(compress, choice, wanted, checkpoints):
+    from zoo.core.plan import plan_export
 
-    assert sidecar_wanted(get_preset(compress), choice) is wanted
+    plan = plan_export(checkpoints["kv-sharing"], "x.aimodel", compress=compress, sidecar=choice)
+    assert plan.sidecar is wanted
 
 
 def test_the_cli_keeps_the_table_out_of_a_compressed_export(checkpoints, tmp_path):

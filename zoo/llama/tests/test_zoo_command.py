@@ -20,12 +20,12 @@ def test_list_names_every_entry_and_its_model_types():
     done = zoo("list")
     assert done.returncode == 0, done.stderr
     for name, entry in all_entries().items():
-        line = next(ln for ln in done.stdout.splitlines() if ln.startswith(name + " "))
+        line = next(ln for ln in done.stdout.splitlines() if ln.startswith(f"zoo.{name} "))
         assert all(kind in line for kind in entry.config.model_types()), line
 
 
 def test_mistral_and_qwen2_checkpoints_go_to_the_llama_entry(tmp_path):
-    from zoo.core.command import entry_for_checkpoint
+    from zoo.core.entry import entry_for_checkpoint
 
     for kind in ("llama", "mistral", "qwen2"):
         (tmp_path / "config.json").write_text(json.dumps({"model_type": kind}))

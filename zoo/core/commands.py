@@ -1,0 +1,167 @@
+"""What `export` and `generate` do once their options are parsed (`zoo.core.cli`): an
+export is planned (every option checked, nothing loaded) and then run; a generation is a
+checked `GenerationRequest`, its answer alone on stdout. Progress goes to stderr."""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import time
+from pathlib import Path
+
+from zoo.core.cli import say, token_ids
+
+
+def export_command(args, entry: str | None, checkpoint: Path | None = None) -> int:
+    """`export`: plan (every option checked, nothing loaded), then run the plan."""
+    from zoo.core.plan import plan_export, run_plan
+
+    checkpoint = Path(args.checkpoint) if checkpoint is None else checkpoint
+    if args.target == "apple-engine":
+        return export_engine_command(args, entry, checkpoint)
+    started = time.perf_counter()
+    plan = plan_export(
+        checkpoint,
+        args.output,
+        entry=entry,
+        strategy=args.strategy,
+        capacity=args.capacity,
+        chunk=args.chunk,
+        compress=args.compress,
+        layers_per_function=args.layers_per_function,
+        spans=args.spans,
+        weights=args.weights_layout,
+        keys=args.keys_layout,
+        sidecar=args.sidecar,
+        overwrite=args.overwrite,
+    )
+    if args.dry_run:
+        print(plan.describe())
+        say("dry run: nothing written")
+        return 0
+    weights = f"; {plan.compress} weights, module by module" if plan.compress != "fp32" else ""
+    say(f"loading {checkpoint.name} ({plan.strategy} KV writes, capacity {plan.capacity}{weights})")
+    with contextlib.redirect_stdout(sys.stderr):  # the converter's banner is progress too
+        path = run_plan(plan, progress=say)
+    say(f"saved {path} in {time.perf_counter() - started:.1f} s")
+    return 0
+
+
+def export_engine_command(args, entry: str | None, checkpoint: Path) -> int:
+    """`export --target apple-engine`: a bundle in the contract Apple's engine reads."""
+    from zoo.core.engine import PackedPrefixWrite, check_bundle_destination, export_engine_bundle
+    from zoo.core.entry import entry_for_checkpoint, get_entry
+
+    started = time.perf_counter()
+    check_bundle_destination(args.output, args.overwrite, checkpoint)
+    if args.keys_layout == "bhdt":
+        raise ValueError("--target apple-engine stores keys [B, H, T, D]: drop --keys-layout")
+    if args.spans or args.layers_per_function is not None or args.dry_run:
+        raise ValueError(
+            "--target apple-engine has its own functions: drop --spans, "
+            "--layers-per-function and --dry-run"
+        )
+    found = get_entry(entry) if entry else entry_for_checkpoint(checkpoint)
+    say(f"loading {checkpoint.name} for Apple's engine contract (context up to {args.capacity})")
+    model = found.load(
+        checkpoint, PackedPrefixWrite(), args.capacity, compress=args.compress, progress=say
+    )
+    weights = "linear" if args.weights_layout == "auto" else args.weights_layout
+    say(f"exporting main + prefill into the bundle {args.output} ...")
+    with contextlib.redirect_stdout(sys.stderr):
+        path = export_engine_bundle(
+            model,
+            args.output,
+            checkpoint,
+            model_id=args.model_id,
+            weights=weights,
+            compress=args.compress,
+            overwrite=args.overwrite,
+        )
+    say(f"saved {path} in {time.perf_counter() - started:.1f} s")
+    return 0
+
+
+def generate_command(args) -> int:
+    """`generate`: the prompt through the asset's tokenizer (or ids), then the answer,
+    token by token, on stdout; everything else on stderr."""
+    from zoo.core.request import GenerationRequest
+    from zoo.core.spec import DecodeSpec
+    from zoo.core.text import encode_prompt, is_bundle, load_tokenizer, tokenizer_path
+
+    chat = args.chat or args.system is not None
+    if chat and args.prompt is None:
+        raise ValueError("--chat and --system take the user's turn as --prompt text")
+    bundle = is_bundle(args.asset)
+    spec = None if bundle else DecodeSpec.of_asset(args.asset)  # checked before loading
+    path = tokenizer_path(args.asset, args.tokenizer) if args.prompt is not None else None
+    tokenizer = load_tokenizer(path) if path is not None else None
+    if tokenizer is not None:
+        prompt_ids = encode_prompt(tokenizer, path.parent, args.prompt, chat, args.system)
+    else:
+        prompt_ids = token_ids(args.prompt_ids)
+    request = GenerationRequest(
+        tuple(prompt_ids), args.max_new_tokens, None, args.temperature, args.top_k, args.seed
+    )
+    if spec is not None:
+        request = request.fitted(spec)  # refused here, before the model loads
+    return _generate(args, request, tokenizer, bundle)
+
+
+def _generate(args, request, tokenizer, bundle: bool) -> int:
+    from zoo.core.quiet import runtime_chatter_hidden
+    from zoo.core.runtime import default_compute_unit
+
+    say(f"loading {args.asset.name} (compute unit {args.compute_unit or default_compute_unit()})")
+    started = time.perf_counter()
+    with runtime_chatter_hidden():  # the runtime logs each function it loads
+        if bundle:  # run as Apple's engine is reported to (zoo.core.engine)
+            from zoo.core.engine import EngineRunner
+
+            runner = EngineRunner(args.asset, compute_unit=args.compute_unit)
+        else:
+            from zoo.core.generator import Generator
+
+            runner = Generator(args.asset, args.compute_unit)
+    with runner as generator:
+        say(
+            f"loaded in {time.perf_counter() - started:.1f} s (weights "
+            f"{generator.spec.compression}); {len(request.prompt_ids)} prompt tokens"
+        )
+        shown: list[int] = []
+        printed = ""
+
+        def show(token: int) -> None:
+            # Decode everything so far and print what is new: token-by-token decoding loses
+            # the spaces that tokenizers attach to the next piece.
+            nonlocal printed
+            shown.append(token)
+            if tokenizer is None:
+                print(token, end=" ", flush=True)
+                return
+            text = tokenizer.decode(shown)
+            print(text[len(printed) :], end="", flush=True)
+            printed = text
+
+        started = time.perf_counter()
+        try:
+            new = _run(generator, request, show)
+        finally:
+            if shown:  # the answer ends its line; an error goes on a line of its own
+                print(flush=True)
+    seconds = time.perf_counter() - started
+    say(f"{len(new)} tokens in {seconds:.2f} s ({len(new) / seconds:.1f} tok/s, prompt included)")
+    return 0
+
+
+def _run(generator, request, show) -> list[int]:
+    if hasattr(generator, "run"):
+        return generator.run(request, on_token=show)
+    return generator.generate(  # Apple's engine bundle (zoo.core.engine.EngineRunner)
+        list(request.prompt_ids),
+        request.max_new_tokens or 32,
+        temperature=request.temperature,
+        top_k=request.top_k,
+        seed=request.seed,
+        on_token=show,
+    )

@@ -1,0 +1,261 @@
+"""One export, planned: every option resolved and checked once, before anything is loaded.
+
+`plan_export(checkpoint, output, ...)` reads the checkpoint's config.json and safetensors
+headers (no weights), picks the entry from its `model_type`, resolves the platform's
+defaults (prefill chunk, weights and keys layout), and refuses what cannot be written (the
+destination, the room on disk, the chunk, spans, layer ranges, the preset) with one line
+naming the option. The result is a frozen `ExportPlan`: `zoo export --dry-run` prints it,
+`run_plan` executes it (load -> compress -> convert -> write), and `export_model` (a model
+already loaded) builds the same plan with `plan_for_model`. Nothing later checks again.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+
+from zoo.core.spec import check_capacity, check_spans
+
+# Bytes a stored weight costs in the asset, per preset (codes and their scales; a LUT of 16
+# entries per group of 32 rows is noise at these sizes). Used for the room check and the
+# dry run's estimate; `make bench` measures the real sizes.
+BYTES_PER_WEIGHT = {"fp32": 4.0, "fp16": 2.0, "int8": 1.0, "int4-block32": 0.625}
+OTHER_BYTES_PER_WEIGHT = 1.2  # palettize4, mixed: between 4 and 8 bits with their tables
+
+
+@dataclass(frozen=True)
+class ExportPlan:
+    """What one export will do, resolved and checked (`plan_export`)."""
+
+    entry: str  # the zoo entry (`zoo.NAME`)
+    checkpoint: Path | None  # None: a model built in memory (`plan_for_model`)
+    output: Path
+    strategy: str  # KV write strategy (zoo.core.kv)
+    capacity: int  # tokens the KV cache holds
+    chunk: int  # tokens per prefill call
+    compress: str  # zoo.core.compress preset
+    weights: str  # stored projection layout (zoo.core.layout)
+    keys: str  # key cache layout
+    layers: int  # decoder layers
+    ranges: tuple[tuple[int, int], ...] | None = None  # layer ranges, one function each
+    spans: tuple[int, ...] | None = None  # prefill attention spans below the capacity
+    sidecar: bool | None = None  # lookup tables as int8 files (entries that have them)
+    score_chunk: int | None = None  # a `score` function of this many tokens (zoo.quality)
+    overwrite: bool = False
+    parameters: int = 0  # values in the checkpoint's tensors
+    estimated_bytes: int = 0  # the asset on disk
+
+    @property
+    def estimated_peak_bytes(self) -> int:
+        """Peak memory of the export, estimated: the decoder held in float32 while the
+        converter holds the program it writes (the asset's size again)."""
+        held = self.parameters * (4 if self.compress in ("fp32", "fp16") else 1.2)
+        return int(held + self.estimated_bytes)
+
+    def describe(self) -> str:
+        """The plan as `zoo export --dry-run` prints it."""
+        from zoo.core.export import readable_bytes
+
+        ranges = (
+            f"{len(self.ranges)} ranges {[list(r) for r in self.ranges]}" if self.ranges else "one"
+        )
+        rows = [
+            ("entry", f"zoo.{self.entry}"),
+            ("checkpoint", str(self.checkpoint) if self.checkpoint else "(a model in memory)"),
+            ("output", f"{self.output}{' (replacing the asset there)' if self.overwrite else ''}"),
+            ("KV strategy", self.strategy),
+            ("capacity", f"{self.capacity} tokens"),
+            ("prefill chunk", f"{self.chunk} tokens"),
+            ("weights", f"{self.compress}, layout {self.weights}, keys {self.keys}"),
+            ("functions", f"prefill + decode, layer ranges: {ranges}"),
+            ("spans", ", ".join(map(str, self.spans)) if self.spans else "none"),
+            ("parameters", f"{self.parameters:,}"),
+            ("asset size", f"about {readable_bytes(self.estimated_bytes)} (estimated)"),
+            ("peak memory", f"about {readable_bytes(self.estimated_peak_bytes)} (estimated)"),
+        ]
+        if self.sidecar is not None:
+            tables = "int8 files beside the program" if self.sidecar else "in the graph"
+            rows.insert(7, ("lookup tables", tables))
+        width = max(len(name) for name, _ in rows)
+        return "\n".join(f"{name:<{width}}  {value}" for name, value in rows)
+
+    def as_dict(self) -> dict:
+        plan = asdict(self)
+        plan.update(checkpoint=str(self.checkpoint), output=str(self.output))
+        return plan
+
+
+def plan_export(
+    checkpoint: str | os.PathLike,
+    output: str | os.PathLike,
+    *,
+    entry: str | None = None,
+    strategy: str = "runtime-index",
+    capacity: int = 256,
+    chunk: int | None = None,
+    compress: str = "fp32",
+    layers_per_function: int | None = None,
+    spans: Sequence[int] | None = None,
+    weights: str = "auto",
+    keys: str = "auto",
+    sidecar: str = "auto",
+    score_chunk: int | None = None,
+    overwrite: bool = False,
+) -> ExportPlan:
+    """Resolve and check an export of the checkpoint directory `checkpoint` to `output`;
+    reads config.json and the safetensors headers only (milliseconds, no weights)."""
+    from zoo.core.checkpoint import weight_count
+    from zoo.core.entry import entry_for_checkpoint, get_entry
+
+    checkpoint = Path(checkpoint)
+    found = get_entry(entry) if entry else entry_for_checkpoint(checkpoint)
+    config = found.config.from_checkpoint(checkpoint)  # refuses a bad config, naming the field
+    plan = _resolve(
+        found,
+        checkpoint,
+        Path(output),
+        config.num_hidden_layers,
+        strategy=strategy,
+        capacity=capacity,
+        chunk=chunk,
+        compress=compress,
+        layers_per_function=layers_per_function,
+        spans=spans,
+        weights=weights,
+        keys=keys,
+        sidecar=sidecar,
+        score_chunk=score_chunk,
+        overwrite=overwrite,
+    )
+    parameters = weight_count(checkpoint)
+    per_weight = BYTES_PER_WEIGHT.get(plan.compress, OTHER_BYTES_PER_WEIGHT)
+    plan = replace(plan, parameters=parameters, estimated_bytes=int(parameters * per_weight))
+    from zoo.core.export import check_room
+
+    check_room(plan.output, plan.estimated_bytes + (16 << 20))  # before minutes of loading
+    return plan
+
+
+def plan_for_model(model, output: str | os.PathLike, **options) -> ExportPlan:
+    """The plan of exporting `model`, a decoder already loaded (`ModelEntry.load`): its
+    strategy and capacity are the model's; `options` as `plan_export`'s, and `checkpoint`
+    (the directory it was loaded from, for its tokenizer files) if any."""
+    from zoo.core.entry import get_entry
+
+    checkpoint = options.pop("checkpoint", None)
+    loaded_with = getattr(model, "compression", "fp32")
+    from zoo.core.compress import get_preset
+
+    compress = get_preset(options.get("compress", "fp32")).spelling
+    if loaded_with not in ("fp32", get_preset(compress).name):
+        raise ValueError(
+            f"the model was loaded compressed with {loaded_with!r}: export it with "
+            f"compress={loaded_with!r} (or load it again without compression)"
+        )
+    options["compress"] = compress
+    return _resolve(
+        get_entry(model.name),
+        Path(checkpoint) if checkpoint is not None else None,
+        Path(output),
+        len(model.layers),
+        strategy=model.strategy.name,
+        capacity=model.capacity,
+        **options,
+    )
+
+
+def _resolve(
+    entry,
+    checkpoint: Path | None,
+    output: Path,
+    layers: int,
+    *,
+    strategy: str,
+    capacity: int,
+    chunk: int | None = None,
+    compress: str = "fp32",
+    layers_per_function: int | None = None,
+    spans: Sequence[int] | None = None,
+    weights: str = "auto",
+    keys: str = "auto",
+    sidecar: str = "auto",
+    score_chunk: int | None = None,
+    overwrite: bool = False,
+) -> ExportPlan:
+    """Every check of an export's options, in one place."""
+    from zoo.core.compress import get_preset
+    from zoo.core.export import check_destination
+    from zoo.core.kv import get_strategy
+    from zoo.core.layout import default_chunk, resolve_layout
+
+    check_destination(output, overwrite, checkpoint)
+    check_capacity(capacity)
+    get_strategy(strategy).check_serves(entry.title)
+    chunk = min(default_chunk(), capacity) if chunk is None else chunk
+    if isinstance(chunk, int) and chunk > capacity:
+        raise ValueError(f"--chunk {chunk} is longer than --capacity {capacity}")
+    if isinstance(chunk, bool) or not isinstance(chunk, int) or not 2 <= chunk <= capacity:
+        raise ValueError(
+            f"the prefill chunk (--chunk) must hold 2 to {capacity} tokens (the capacity), "
+            f"got {chunk!r}"
+        )
+    if score_chunk is not None and not 1 <= score_chunk <= capacity:
+        raise ValueError(f"the score chunk must hold 1 to {capacity} tokens, got {score_chunk}")
+    check_spans(spans, chunk, capacity)
+    preset = get_preset(compress)
+    preset.check(entry.name)
+    ranges = None
+    if layers_per_function is not None:
+        from zoo.core.ranges import check_splittable, split_layers
+
+        check_splittable(entry.model)
+        ranges = tuple(tuple(r) for r in split_layers(layers, layers_per_function))
+    layout = preset.layout(resolve_layout(weights, keys))
+    if sidecar not in ("auto", "on", "off"):
+        raise ValueError(f"--sidecar is auto, on or off, got {sidecar!r}")
+    wants_sidecar = preset.compresses_weights if sidecar == "auto" else sidecar == "on"
+    return ExportPlan(
+        entry=entry.name,
+        checkpoint=checkpoint,
+        output=output,
+        strategy=strategy,
+        capacity=capacity,
+        chunk=chunk,
+        compress=preset.spelling,
+        weights=layout["weights"],
+        keys=layout["keys"],
+        layers=layers,
+        ranges=ranges,
+        spans=tuple(spans) if spans else None,
+        sidecar=wants_sidecar if entry.sidecar_option else None,
+        score_chunk=score_chunk,
+        overwrite=overwrite,
+    )
+
+
+def run_plan(plan: ExportPlan, progress: Callable[[str], None] | None = None) -> Path:
+    """Execute a plan made by `plan_export`: load the checkpoint (compressing module by
+    module when the preset compresses), then convert and write the asset atomically."""
+    from zoo.core.decode import write_asset
+    from zoo.core.entry import get_entry
+
+    entry = get_entry(plan.entry)
+    options = {entry.sidecar_option: plan.sidecar} if entry.sidecar_option else {}
+    model = entry.load(
+        plan.checkpoint,
+        plan.strategy,
+        plan.capacity,
+        compress=plan.compress,
+        progress=progress,
+        **options,
+    )
+    if progress and plan.ranges:
+        progress(f"{plan.layers} layers as {len(plan.ranges)} ranges: {list(plan.ranges)}")
+    if progress:
+        progress(
+            f"exporting prefill ({plan.chunk} tokens) + decode to {plan.output} "
+            f"(weights {plan.compress}, layout {plan.weights}, keys {plan.keys}) ..."
+        )
+    return write_asset(model, plan)
