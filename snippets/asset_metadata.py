@@ -55,7 +55,8 @@ assert loaded.creator_defined_metadata["zoo"]["stop_token_ids"] == [True, 106]
 # --8<-- [end:reload]
 
 # --8<-- [start:zoo]
-from zoo.core.export import export, read_metadata
+from zoo.core.asset import read_metadata
+from zoo.core.export import export
 
 asset = export(
     Scale(),

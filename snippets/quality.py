@@ -10,7 +10,6 @@ Run: python snippets/quality.py
 # --8<-- [start:score]
 import numpy as np
 
-from zoo.fetch import exported
 from zoo.lab.isolate import run_isolated
 from zoo.quality import (
     SCORED,
@@ -19,6 +18,7 @@ from zoo.quality import (
     runtime_logits,
     text_ids,
 )
+from zoo.real_assets import exported
 
 name = "smollm2-135m-instruct"
 ids = text_ids(name, SCORED)  # Lincoln's 1862 address, its first 256 tokens

@@ -29,7 +29,8 @@ model = RunningSum().eval()
 # --8<-- [end:model]
 
 # --8<-- [start:export]
-from zoo.core.export import export, read_metadata
+from zoo.core.asset import read_metadata
+from zoo.core.export import export
 
 asset = export(
     model,

@@ -16,7 +16,7 @@ print(sorted(path.name for path in checkpoint.iterdir()))
 # --8<-- [end:fetch]
 
 # --8<-- [start:export]
-from zoo.fetch import exported
+from zoo.real_assets import exported
 
 # load_llama + export_model, kept in the cache once per zoo version
 asset = exported("smollm2-135m-instruct", compress="fp32", capacity=256)

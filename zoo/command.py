@@ -13,7 +13,8 @@ import re
 import sys
 from pathlib import Path
 
-from zoo.core.cli import COMMANDS, act, build_parser, command_of, common_options, dispatch, say
+from zoo.core.cli import COMMANDS, act, build_parser, command_of, common_options, say
+from zoo.core.commands import dispatch
 
 MORE_COMMANDS = {
     "list": "the zoo's entries, the model types each loads, and their released sizes",

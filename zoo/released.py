@@ -16,9 +16,9 @@ import json
 import re
 from pathlib import Path
 
-from zoo.core.checkpoint import UnsupportedConfig
 from zoo.core.decode import export_model as export
 from zoo.core.entry import all_entries, get_entry
+from zoo.core.files import UnsupportedConfig
 
 MODELS = tuple(all_entries())  # every zoo model has released configs
 ROOT = Path(__file__).resolve().parent

@@ -116,8 +116,8 @@ def check_runtime_greedy(
     own, against transformers' `generate` on the same checkpoint; recorded, and compared
     with what this target expects of the recipe's KV write (`zoo.lab.expected`: e.g. a
     crash on the macOS beta GPU)."""
+    from zoo.core.asset import read_metadata
     from zoo.core.entry import get_entry
-    from zoo.core.export import read_metadata
     from zoo.core.generator import runtime_greedy
     from zoo.lab.expected import RAN_EXACT, current_target, expected, mismatch
     from zoo.lab.isolate import run_isolated
@@ -302,7 +302,8 @@ def real_model_fixture(name: str):
 
     @pytest.fixture(scope="module")
     def real():
-        from zoo.fetch import exported, fetch
+        from zoo.fetch import fetch
+        from zoo.real_assets import exported
 
         return fetch(name), exported(name, "fp32")
 

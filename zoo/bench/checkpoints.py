@@ -38,9 +38,9 @@ def released_config(model: str, released: str) -> dict:
 def checkpoint_tensors(model: str, config: dict) -> dict[str, torch.Tensor]:
     """Our decoder of `config` with every table in the graph (what a checkpoint holds),
     parameters on the meta device except the small ones: name -> tensor."""
-    from zoo.core.checkpoint import parameters_on_meta
     from zoo.core.entry import get_entry
     from zoo.core.kv import get_strategy
+    from zoo.core.weights import parameters_on_meta
 
     entry = get_entry(model)
     config = entry.config.from_dict(config)

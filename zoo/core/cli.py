@@ -279,23 +279,6 @@ def command_of(argv: list[str], commands) -> str | None:
     return next((a for a in argv if a in commands), None)
 
 
-def run(model_name: str, argv: list[str] | None = None) -> int:
-    """`python -m zoo.<model_name> export|generate ...`."""
-    argv = list(sys.argv[1:] if argv is None else argv)
-    parser, _ = build_parser(f"python -m zoo.{model_name}", command_of(argv, COMMANDS), model_name)
-    args = parser.parse_args(argv)
-    return act(args, lambda: dispatch(args, model_name))
-
-
-def dispatch(args, entry: str | None = None, checkpoint: Path | None = None) -> int:
-    """The action of `args.command` (`export` of `entry`, or the one its checkpoint names)."""
-    from zoo.core.commands import export_command, generate_command
-
-    if args.command == "export":
-        return export_command(args, entry, checkpoint)
-    return generate_command(args)
-
-
 def act(args, action: Callable[[], int]) -> int:
     """Run a command's action: errors as one line (exit 2), Ctrl-C as exit 130."""
     try:

@@ -1,4 +1,4 @@
-"""What `export` and `generate` do once their options are parsed (`zoo.core.cli`): an
+"""What `export` and `generate` do once their options are parsed (`zoo.core.cli` parses them): an
 export is planned (every option checked, nothing loaded) and then run; a generation is a
 checked `GenerationRequest`, its answer alone on stdout. Progress goes to stderr."""
 
@@ -9,12 +9,28 @@ import sys
 import time
 from pathlib import Path
 
-from zoo.core.cli import say, token_ids
+from zoo.core.cli import COMMANDS, act, build_parser, command_of, say, token_ids
+
+
+def run(model_name: str, argv: list[str] | None = None) -> int:
+    """`python -m zoo.<model_name> export|generate ...`."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser, _ = build_parser(f"python -m zoo.{model_name}", command_of(argv, COMMANDS), model_name)
+    args = parser.parse_args(argv)
+    return act(args, lambda: dispatch(args, model_name))
+
+
+def dispatch(args, entry: str | None = None, checkpoint: Path | None = None) -> int:
+    """The action of `args.command` (`export` of `entry`, or the one its checkpoint names)."""
+    if args.command == "export":
+        return export_command(args, entry, checkpoint)
+    return generate_command(args)
 
 
 def export_command(args, entry: str | None, checkpoint: Path | None = None) -> int:
     """`export`: plan (every option checked, nothing loaded), then run the plan."""
-    from zoo.core.plan import plan_export, run_plan
+    from zoo.core.decode import run_plan
+    from zoo.core.plan import plan_export
 
     checkpoint = Path(args.checkpoint) if checkpoint is None else checkpoint
     if args.target == "apple-engine":

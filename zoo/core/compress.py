@@ -111,7 +111,7 @@ class Preset:
     ) -> nn.Module:
         """`module` with its weight stored as this preset says (itself if it says nothing).
         Each module is compressed on its own, so a model can be compressed while it loads
-        (`zoo.core.checkpoint.build_and_load`); coreai-opt gives the same numbers as on the
+        (`zoo.core.weights.build_and_load`); coreai-opt gives the same numbers as on the
         whole model. With `store`, the compressed weights are written under it and
         memory-mapped (coreai-opt's `mmap_dir`): they leave this process's memory."""
         if self.weights is None or parametrize.is_parametrized(module):
@@ -144,7 +144,7 @@ class Preset:
 
     def apply(self, model: nn.Module, store: str | Path | None = None) -> nn.Module:
         """Compress every module of a loaded `model` the preset names, in place."""
-        from zoo.core.checkpoint import replace_module
+        from zoo.core.weights import replace_module
 
         for name, module in list(model.named_modules()):
             if name:  # a bare nn.Linear is compressed through compress_module itself

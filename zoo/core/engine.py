@@ -38,17 +38,13 @@ import numpy as np
 import torch
 from torch import nn
 
-from zoo.core.checkpoint import read_json
-from zoo.core.export import (
-    EntryPoint,
-    check_output_place,
-    export_entry_points,
-    read_metadata,
-    replacing_directory,
-)
+from zoo.core.asset import read_metadata
+from zoo.core.export import EntryPoint, check_output_place, export_entry_points
+from zoo.core.files import read_json
 from zoo.core.generator import Generator
 from zoo.core.kv import NEG_INF, KVStrategy
 from zoo.core.layout import apply_layout
+from zoo.core.staging import replacing_directory
 from zoo.core.text import generation_files
 
 METADATA_VERSION = "0.2"  # the bundle schema Apple's export writes (export/bundle.py)

@@ -16,8 +16,8 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from zoo.core.checkpoint import build_and_load, find_tensor
 from zoo.core.sidecar import SidecarSource
+from zoo.core.weights import build_and_load, find_tensor
 
 # Where transformers puts a text decoder's tensors: the multimodal layouts (transformers 5,
 # then Gemma 3's as released and as transformers still writes it), then text-only.

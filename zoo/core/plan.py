@@ -5,14 +5,14 @@ headers (no weights), picks the entry from its `model_type`, resolves the platfo
 defaults (prefill chunk, weights and keys layout), and refuses what cannot be written (the
 destination, the room on disk, the chunk, spans, layer ranges, the preset) with one line
 naming the option. The result is a frozen `ExportPlan`: `zoo export --dry-run` prints it,
-`run_plan` executes it (load -> compress -> convert -> write), and `export_model` (a model
-already loaded) builds the same plan with `plan_for_model`. Nothing later checks again.
+`zoo.core.decode.run_plan` executes it (load -> compress -> convert -> write), and
+`export_model` (a model already loaded) builds the same plan with `plan_for_model`.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
@@ -106,8 +106,8 @@ def plan_export(
 ) -> ExportPlan:
     """Resolve and check an export of the checkpoint directory `checkpoint` to `output`;
     reads config.json and the safetensors headers only (milliseconds, no weights)."""
-    from zoo.core.checkpoint import weight_count
     from zoo.core.entry import entry_for_checkpoint, get_entry
+    from zoo.core.weights import weight_count
 
     checkpoint = Path(checkpoint)
     found = get_entry(entry) if entry else entry_for_checkpoint(checkpoint)
@@ -233,29 +233,3 @@ def _resolve(
         score_chunk=score_chunk,
         overwrite=overwrite,
     )
-
-
-def run_plan(plan: ExportPlan, progress: Callable[[str], None] | None = None) -> Path:
-    """Execute a plan made by `plan_export`: load the checkpoint (compressing module by
-    module when the preset compresses), then convert and write the asset atomically."""
-    from zoo.core.decode import write_asset
-    from zoo.core.entry import get_entry
-
-    entry = get_entry(plan.entry)
-    options = {entry.sidecar_option: plan.sidecar} if entry.sidecar_option else {}
-    model = entry.load(
-        plan.checkpoint,
-        plan.strategy,
-        plan.capacity,
-        compress=plan.compress,
-        progress=progress,
-        **options,
-    )
-    if progress and plan.ranges:
-        progress(f"{plan.layers} layers as {len(plan.ranges)} ranges: {list(plan.ranges)}")
-    if progress:
-        progress(
-            f"exporting prefill ({plan.chunk} tokens) + decode to {plan.output} "
-            f"(weights {plan.compress}, layout {plan.weights}, keys {plan.keys}) ..."
-        )
-    return write_asset(model, plan)

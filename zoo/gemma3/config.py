@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from zoo.core.checkpoint import DecoderConfig, UnsupportedConfig
+from zoo.core.checkpoint import DecoderConfig
+from zoo.core.files import UnsupportedConfig
 from zoo.core.rope import rope_parameters
 
 LAYER_TYPES = ("sliding_attention", "full_attention")

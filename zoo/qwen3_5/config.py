@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from zoo.core.checkpoint import DecoderConfig, UnsupportedConfig
+from zoo.core.checkpoint import DecoderConfig
+from zoo.core.files import UnsupportedConfig
 
 # Model types of the Qwen3.5 family that this entry does not load, and why.
 REFUSED_MODEL_TYPES = {

@@ -10,9 +10,9 @@ import torch
 import transformers
 
 from zoo.bench.checkpoints import released_config, write_random_checkpoint
-from zoo.core.checkpoint import safetensors_files
 from zoo.core.decode import torch_logits
 from zoo.core.entry import get_entry
+from zoo.core.weights import safetensors_files
 from zoo.released import scale_down
 
 

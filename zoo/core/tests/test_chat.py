@@ -84,7 +84,7 @@ def test_gemma4_chat_stops_at_the_end_of_turn(tmp_path):
 
 
 def test_qwen3_5_chat_template_and_stop_list(tmp_path):
-    from zoo.core.export import read_metadata
+    from zoo.core.asset import read_metadata
     from zoo.reference import make_tiny_checkpoint, write_tokenizer
 
     checkpoint = make_tiny_checkpoint("qwen3_5", tmp_path / "ck")

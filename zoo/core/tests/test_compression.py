@@ -82,7 +82,7 @@ def test_cli_exports_a_released_config_compressed_and_generates(model, released,
     """The done-when of the compression issue, on checkpoints no other test exports."""
     import json
 
-    from zoo.core.export import read_metadata
+    from zoo.core.asset import read_metadata
     from zoo.released import released_configs, scale_down, write_checkpoint
 
     config = scale_down(json.loads(released_configs(model)[released].read_text()))

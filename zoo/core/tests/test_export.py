@@ -6,7 +6,8 @@ import pytest
 import torch
 from torch import nn
 
-from zoo.core.export import ExportError, export, read_metadata
+from zoo.core.asset import read_metadata
+from zoo.core.export import ExportError, export
 
 from .conftest import Accumulate, example_inputs
 

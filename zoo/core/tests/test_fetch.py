@@ -30,7 +30,7 @@ def test_a_text_whose_package_changed_is_refused_and_nothing_kept(tmp_path, monk
 
 
 def test_a_new_export_removes_only_its_own_older_keys(tmp_path):
-    from zoo.fetch import stale_assets
+    from zoo.real_assets import stale_assets
 
     names = [
         "m-fp32-256-aaaa11.aimodel",  # these options, an older key: stale

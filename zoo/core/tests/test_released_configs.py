@@ -15,8 +15,8 @@ import json
 import pytest
 import torch
 
-from zoo.core.checkpoint import UnsupportedConfig
 from zoo.core.entry import get_entry
+from zoo.core.files import UnsupportedConfig
 from zoo.gemma4 import Gemma4Config, load_gemma4, torch_logits
 from zoo.qwen3_5 import Qwen3_5Config, load_qwen3_5
 from zoo.qwen3_5 import torch_logits as qwen_logits

@@ -68,7 +68,7 @@ def test_spans_an_export_cannot_have_are_refused(spans, named):
 def test_damaged_spans_in_metadata_are_refused_and_old_metadata_loads(tmp_path):
     import json
 
-    from zoo.core.export import METADATA_KEY
+    from zoo.core.asset import METADATA_KEY
 
     def write(decode: dict) -> None:
         ours = {"creatorDefinedMetadata": {METADATA_KEY: {"decode": decode}}}

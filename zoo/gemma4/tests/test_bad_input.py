@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from zoo.core.cli import run
-from zoo.core.export import read_metadata
+from zoo.core.asset import read_metadata
+from zoo.core.commands import run
 from zoo.gemma4 import export_gemma4, load_gemma4
 
 from .conftest import CAPACITY, CHUNK

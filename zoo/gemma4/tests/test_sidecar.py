@@ -9,9 +9,8 @@ import numpy as np
 import pytest
 import torch
 
-from zoo.core.asset import AssetError
+from zoo.core.asset import AssetError, read_metadata
 from zoo.core.decode import torch_logits
-from zoo.core.export import read_metadata
 from zoo.core.generator import Generator
 from zoo.core.sidecar import SidecarTable
 from zoo.gemma4 import export_gemma4, load_gemma4

@@ -14,8 +14,8 @@ import shutil
 import pytest
 import torch
 
-from zoo.core.checkpoint import UnsupportedConfig
 from zoo.core.decode import torch_logits
+from zoo.core.files import UnsupportedConfig
 from zoo.core.kv import get_strategy
 from zoo.llama import ENTRY, load_llama
 from zoo.testing import (

@@ -17,7 +17,8 @@ from zoo.core.decode import export_model, torch_logits
 from zoo.core.generator import Generator
 from zoo.lab.isolate import run_isolated
 from zoo.llama import load_llama
-from zoo.quality import perplexity, runtime_costs, runtime_logits, targets
+from zoo.quality import perplexity, runtime_costs, runtime_logits
+from zoo.targets import targets
 
 IDS = [2, 17, 33, 91, 5, 77, 12, 9, 100, 3, 44]  # two score chunks of 4, then 3 one by one
 

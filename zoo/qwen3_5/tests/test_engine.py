@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 import torch
 
+from zoo.core.asset import read_metadata
 from zoo.core.engine import EngineRunner, PackedPrefixWrite, export_engine_bundle
-from zoo.core.export import read_metadata
 from zoo.core.runtime import Model
 from zoo.core.spec import ContextFullError
 from zoo.reference import make_tiny_checkpoint, reference_model
@@ -172,7 +172,7 @@ def test_generate_runs_a_bundle_and_the_runner_refuses_past_its_context(bundle):
 def test_an_engine_export_refuses_before_it_loads(
     bundle, checkpoints, tmp_path, capsys, output, extra, fragment
 ):
-    from zoo.core.cli import run
+    from zoo.core.commands import run
 
     checkpoint = checkpoints["4-layer"]
     if "--no-tokenizer" in extra:

@@ -1,0 +1,121 @@
+"""Writing an asset so that nothing is half-written and nothing is lost: into a staging
+directory beside the destination, renamed into place; interrupted or failed, the staging
+directory is removed (by a watcher process if native code ends the process), and an existing
+asset is replaced only when asked.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+STAGING_SUFFIX = ".partial"
+
+
+def _remove_stale_staging(path: Path) -> None:
+    """Staging directories of an earlier export of `path` whose process is gone."""
+    for stale in path.parent.glob(f".{path.name}.*{STAGING_SUFFIX}"):
+        try:
+            pid = int(stale.name[len(path.name) + 2 :].split(".")[0])
+            os.kill(pid, 0)  # still running: not stale
+        except ProcessLookupError:
+            shutil.rmtree(stale, ignore_errors=True)
+        except (ValueError, PermissionError):
+            continue
+
+
+@contextlib.contextmanager
+def _interrupts_raise():
+    """SIGTERM (and SIGHUP) raise in the main thread, so `finally` blocks clean up."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(number, _frame):
+        raise KeyboardInterrupt(f"export interrupted by {signal.Signals(number).name}")
+
+    previous = {n: signal.signal(n, stop) for n in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+
+
+# A failed native write does not raise: LLVM's "IO failure on output stream" (a full disk,
+# a file size limit) ends the process with exit(1), past every `finally`, and a runtime
+# crash kills it. So a small watcher process holds the other end of a pipe while a staging
+# directory is built: if the pipe closes without "done", it removes the directory.
+_WATCHER = """
+import shutil, sys
+staging, path = sys.argv[1:3]
+if sys.stdin.read() != "done":
+    shutil.rmtree(staging, ignore_errors=True)
+    print(f"error: writing {path} stopped the process (the line above says why: a full "
+          "disk?); the partial asset was removed, nothing else changed", file=sys.stderr)
+"""
+
+
+@contextlib.contextmanager
+def _removed_if_the_process_dies(staging: Path, path: Path) -> Iterator[None]:
+
+    watcher = subprocess.Popen(
+        [sys.executable, "-c", _WATCHER, str(staging), str(path)],
+        stdin=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # a Ctrl-C to the process group is ours to handle
+    )
+    try:
+        yield
+    finally:
+        watcher.stdin.write("done")
+        watcher.stdin.close()
+        watcher.wait()
+
+
+@contextlib.contextmanager
+def replacing_directory(path: Path, overwrite: bool) -> Iterator[Path]:
+    """Yield a path (not yet created) beside `path` to build a directory in; when the block
+    ends it takes `path`'s place in one rename (an existing `path` only with `overwrite`).
+    On an error or an interrupt nothing at `path` changes, and what the block built goes,
+    with any parent directories made for it."""
+    _remove_stale_staging(path)
+    created = [p for p in [path.parent, *path.parent.parents] if not p.exists()]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(
+        tempfile.mkdtemp(
+            prefix=f".{path.name}.{os.getpid()}.", suffix=STAGING_SUFFIX, dir=path.parent
+        )
+    )
+    done = False
+    try:
+        with _interrupts_raise(), _removed_if_the_process_dies(staging, path):
+            fresh = staging / path.name
+            yield fresh
+            if path.exists():
+                if not overwrite:  # appeared while we were exporting
+                    raise FileExistsError(f"{path} appeared during the export; nothing replaced")
+                previous = staging / "previous"
+                os.rename(path, previous)
+                try:
+                    os.rename(fresh, path)
+                except BaseException:
+                    os.rename(previous, path)
+                    raise
+            else:
+                os.rename(fresh, path)
+            done = True
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+        if not done:  # directories this export created, now empty, go too
+            for directory in created:
+                with contextlib.suppress(OSError):
+                    directory.rmdir()

@@ -1,0 +1,126 @@
+"""The shape of `zoo/`, read from its imports: `zoo.core` is the ground floor (it imports
+nothing above it), no two modules import each other round a circle, no module passes 400
+lines, and the host loop (`zoo generate`) imports no torch."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+ZOO = Path(__file__).resolve().parents[2]
+# What zoo.core must never import: the floors above it.
+ABOVE_CORE = (
+    "zoo.lab",
+    "zoo.testing",
+    "zoo.quality",
+    "zoo.fetch",
+    "zoo.released",
+    "zoo.bench",
+    "zoo.site",
+    "zoo.reference",
+    "zoo.command",
+)
+LONGEST_MODULE = 400
+
+
+def modules() -> dict[str, Path]:
+    """Every module of the zoo but its tests, by dotted name."""
+    found = {}
+    for path in sorted(ZOO.rglob("*.py")):
+        parts = path.relative_to(ZOO.parent).with_suffix("").parts
+        if "tests" in parts or path.name == "conftest.py":
+            continue
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        found[name] = path
+    return found
+
+
+def imports_of(path: Path, name: str, known: set[str]) -> set[str]:
+    """The zoo modules `path` imports, at its top or inside functions."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        targets = []
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1])
+                base = f"{base}.{node.module}" if node.module else base
+            targets = [f"{base}.{alias.name}" for alias in node.names] + [base]
+        for target in targets:
+            while target and target not in known:
+                target = target.rpartition(".")[0]
+            if target and target != name:
+                found.add(target)
+    return found
+
+
+def graph() -> dict[str, set[str]]:
+    found = modules()
+    return {name: imports_of(path, name, set(found)) for name, path in found.items()}
+
+
+def test_core_is_the_ground_floor():
+    wrong = {
+        (name, target)
+        for name, targets in graph().items()
+        if name.startswith("zoo.core")
+        for target in targets
+        if target.startswith(ABOVE_CORE) or not target.startswith("zoo.core") and target != "zoo"
+    }
+    assert not wrong, f"zoo.core imports from above it: {sorted(wrong)}"
+
+
+def test_no_import_circles():
+    edges = graph()
+    circles, index, low, stack, on_stack = [], {}, {}, [], set()
+
+    def visit(node: str) -> None:  # Tarjan's strongly connected components
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in edges.get(node, ()):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                circles.append(sorted(component))
+
+    for node in sorted(edges):
+        if node not in index:
+            visit(node)
+    assert not circles, f"modules that import one another round a circle: {circles}"
+
+
+def test_no_module_is_longer_than_400_lines():
+    long = {
+        name: lines
+        for name, path in modules().items()
+        if (lines := len(path.read_text().splitlines())) > LONGEST_MODULE
+    }
+    assert not long, f"split by what the code does: {long}"
+
+
+def test_the_host_loop_imports_no_torch():
+    code = (
+        "import sys\n"
+        "import zoo.core.generator, zoo.core.commands, zoo.core.request, zoo.command\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'coreai_torch')))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]", done.stdout

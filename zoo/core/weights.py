@@ -1,0 +1,221 @@
+"""A checkpoint's tensors, read with safetensors (never pickle): which files hold them,
+whether they fit the model a config builds, and the model built and loaded module by module.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+import torch
+from safetensors import SafetensorError, safe_open
+
+from zoo.core.checkpoint import CheckpointError
+from zoo.core.files import read_json
+
+# what `build_and_load` calls on each module as it is read (e.g. to compress it)
+Loaded = Callable[[str, torch.nn.Module], torch.nn.Module]
+
+
+def safetensors_files(directory: str | Path) -> list[Path]:
+    directory = Path(directory)
+    if not directory.is_dir():
+        raise FileNotFoundError(f"{directory} is not a directory: pass a checkpoint directory")
+    index = directory / "model.safetensors.index.json"
+    if index.exists():
+        weight_map = read_json(index).get("weight_map")
+        if not isinstance(weight_map, dict):
+            raise ValueError(f"{index}: no weight_map object; fix or re-download it")
+        shards = [directory / shard for shard in sorted(set(weight_map.values()))]
+        missing = [p.name for p in shards if not p.exists()]
+        if missing:
+            raise FileNotFoundError(f"{index} names shards that are not there: {missing}")
+        return shards
+    files = sorted(directory.glob("*.safetensors"))  # (regular files: _open_safetensors)
+    if not files:
+        pickles = sorted(p.name for p in directory.glob("*.bin")) + sorted(
+            p.name for p in directory.glob("*.pt")
+        )
+        hint = (
+            f" (found {pickles}: pickle checkpoints are not loaded, convert them to safetensors)"
+            if pickles
+            else ""
+        )
+        raise FileNotFoundError(f"no *.safetensors in {directory}{hint}")
+    return files
+
+
+@contextlib.contextmanager
+def _open_safetensors(path: Path):
+    if not path.is_file():  # a directory, a device or a FIFO (which would hang the reader)
+        raise CheckpointError(f"{path} is not a regular file; put the safetensors file there")
+    try:
+        with safe_open(str(path), framework="pt") as tensors:
+            yield tensors
+    except (SafetensorError, OSError, ValueError) as error:
+        raise CheckpointError(f"{path}: not a readable safetensors file ({error})") from None
+
+
+def _listed(items: list[str], limit: int = 3) -> str:
+    shown = ", ".join(items[:limit])
+    return f"{shown} and {len(items) - limit} more" if len(items) > limit else shown
+
+
+def _targets(module: torch.nn.Module) -> dict[str, torch.Tensor]:
+    targets = {**dict(module.named_parameters()), **dict(module.named_buffers())}
+    return {name: t for name, t in targets.items() if name in module.state_dict()}
+
+
+def check_tensors(
+    module: torch.nn.Module,
+    directory: str | Path,
+    rename: Callable[[str], str | None],
+    ignore: Iterable[str] = (),
+) -> dict[str, tuple[Path, str]]:
+    """Compare the checkpoint's tensor names and shapes (read from the safetensors headers,
+    no tensor loaded) with `module`'s (which may live on the meta device: nothing built).
+
+    Returns our name -> (file, checkpoint key). Missing, unexpected and misshaped tensors
+    are all reported at once, shortened past a few of each.
+    """
+    targets = _targets(module)
+    ignore = tuple(ignore)
+    found: dict[str, tuple[Path, str]] = {}
+    unexpected, misshaped = [], []
+    for path in safetensors_files(directory):
+        with _open_safetensors(path) as tensors:
+            for key in tensors.keys():  # noqa: SIM118 - safe_open is not a Mapping
+                name = rename(key)
+                if name is None or any(name.startswith(prefix) for prefix in ignore):
+                    continue
+                if name not in targets:
+                    unexpected.append(key)
+                    continue
+                shape = tuple(tensors.get_slice(key).get_shape())
+                if shape != tuple(targets[name].shape):
+                    misshaped.append(f"{key} {shape}, expected {tuple(targets[name].shape)}")
+                if name in found and found[name][0] != path:
+                    raise CheckpointError(
+                        f"{directory}: {key} is in both {found[name][0].name} and {path.name} "
+                        "and no model.safetensors.index.json says which; remove one"
+                    )
+                found[name] = (path, key)
+    missing = sorted(set(targets) - set(found))
+    problems = []
+    if missing:
+        problems.append(f"missing tensors: {_listed(missing)}")
+    if misshaped:
+        problems.append(f"tensors of the wrong shape: {_listed(misshaped)}")
+    if unexpected:
+        problems.append(f"tensors this model has no place for: {_listed(sorted(unexpected))}")
+    if problems:
+        raise CheckpointError(
+            f"{directory}: " + "; ".join(problems) + ". Does config.json belong to these weights?"
+        )
+    return found
+
+
+def find_tensor(
+    directory: str | Path, rename: Callable[[str], str | None], name: str
+) -> tuple[Path, str]:
+    """(file, checkpoint key) of our tensor `name`, from the safetensors headers."""
+    for path in safetensors_files(directory):
+        with _open_safetensors(path) as tensors:
+            for key in tensors.keys():  # noqa: SIM118 - safe_open is not a Mapping
+                if rename(key) == name:
+                    return path, key
+    raise CheckpointError(f"{directory}: no tensor {name} in its safetensors files")
+
+
+@contextlib.contextmanager
+def parameters_on_meta(keep_below: int = 0):
+    """Build modules whose parameters live on the meta device (no memory, no init time)
+    while their buffers are real (computed in `__init__`: RoPE frequencies, scalars), and
+    so are parameters of fewer than `keep_below` values."""
+    register = torch.nn.Module.register_parameter
+
+    def register_on_meta(self, name, param):
+        if param is not None and param.device.type != "meta" and param.numel() >= keep_below:
+            param = torch.nn.Parameter(param.to("meta"), requires_grad=param.requires_grad)
+        register(self, name, param)
+
+    torch.nn.Module.register_parameter = register_on_meta
+    try:
+        yield
+    finally:
+        torch.nn.Module.register_parameter = register
+
+
+def build_and_load(
+    build: Callable[[], torch.nn.Module],
+    directory: str | Path,
+    rename: Callable[[str], str | None],
+    ignore: Iterable[str] = (),
+    loaded: Loaded | None = None,
+) -> torch.nn.Module:
+    """`build()` the model with its parameters on the meta device, check that the
+    checkpoint's tensors fit (names and shapes from the safetensors headers: a config that
+    does not match the weights fails in a second), then read the tensors one module at a
+    time, each in its stored dtype (bf16 in a released checkpoint) converted to the
+    parameter's dtype only when it is read.
+
+    `loaded(name, module)` sees each module as soon as its own tensors are in and returns
+    what to keep in its place (e.g. the module compressed, `zoo.core.compress`): so a
+    whole-model float32 copy never exists, only one module's."""
+    with parameters_on_meta():
+        model = build()
+    found = check_tensors(model, directory, rename, ignore)
+    owned: dict[str, list[str]] = {}
+    for name in found:
+        owned.setdefault(name.rpartition(".")[0], []).append(name)
+    with contextlib.ExitStack() as files, torch.no_grad():
+        handles: dict[Path, object] = {}
+        for owner, module in list(model.named_modules()):
+            for name in owned.get(owner, ()):
+                path, key = found[name]
+                if path not in handles:
+                    handles[path] = files.enter_context(_open_safetensors(path))
+                try:
+                    _assign(module, name.rpartition(".")[2], handles[path].get_tensor(key))
+                except CheckpointError as error:
+                    raise CheckpointError(f"{path}: {key} {error}") from None
+            if loaded is not None and owner in owned:
+                replace_module(model, owner, loaded(owner, module))
+    left = [name for name, p in model.named_parameters() if p.device.type == "meta"]
+    if left:
+        raise CheckpointError(f"{directory}: no tensors were read for {_listed(left)}")
+    return model
+
+
+def replace_module(model: torch.nn.Module, name: str, module: torch.nn.Module) -> None:
+    """Put `module` at `name` ("layers.3.mlp.up_proj") in `model` (no-op if already there)."""
+    parent, _, leaf = name.rpartition(".")
+    owner = model.get_submodule(parent) if parent else model
+    if getattr(owner, leaf) is not module:
+        setattr(owner, leaf, module)
+
+
+def _assign(module: torch.nn.Module, leaf: str, tensor: torch.Tensor) -> None:
+    """Put a checkpoint tensor in place of a (meta) parameter, or into a buffer."""
+    if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
+        raise CheckpointError(f"has NaN or infinite values: the checkpoint is damaged ({leaf})")
+    if leaf in module._parameters:
+        target = module._parameters[leaf]
+        module._parameters[leaf] = torch.nn.Parameter(
+            tensor.to(target.dtype), requires_grad=target.requires_grad
+        )
+    else:
+        module._buffers[leaf].copy_(tensor.to(module._buffers[leaf].dtype))
+
+
+def weight_count(directory: str | Path) -> int:
+    """How many values the checkpoint's tensors hold, from the safetensors headers."""
+    import math
+
+    total = 0
+    for path in safetensors_files(directory):
+        with _open_safetensors(path) as tensors:
+            for key in tensors.keys():  # noqa: SIM118 - safe_open is not a Mapping
+                total += math.prod(tensors.get_slice(key).get_shape())
+    return total
