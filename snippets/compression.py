@@ -15,7 +15,7 @@ for name, preset in PRESETS.items():
 import tempfile
 from pathlib import Path
 
-from zoo.core.generator import Generator
+from zoo import Generator
 from zoo.qwen3_5 import export_qwen3_5, load_qwen3_5
 from zoo.reference import make_tiny_checkpoint
 

@@ -30,7 +30,7 @@ asset = export_gemma4(
 # --8<-- [end:export]
 
 # --8<-- [start:generate]
-from zoo.core.generator import Generator
+from zoo import Generator
 
 prompt = [2, 17, 33, 91, 5, 77, 12, 9, 100, 3]
 with Generator(asset) as generator:

@@ -7,7 +7,7 @@ Run: python snippets/gemma4_ranges.py
 """
 
 # --8<-- [start:export]
-from zoo.core.decode import export_model
+from zoo import export_model
 from zoo.gemma4 import load_gemma4
 from zoo.reference import make_tiny_checkpoint
 
@@ -24,8 +24,8 @@ whole = export_model(model, "g4-whole.aimodel", chunk=4, overwrite=True)
 # --8<-- [start:run]
 import numpy as np
 
+from zoo import DecodeSpec
 from zoo.core.generator import prefill_logits
-from zoo.core.spec import DecodeSpec
 from zoo.lab.isolate import run_isolated
 
 spec = DecodeSpec.of_asset(ranged)

@@ -6,7 +6,7 @@ Run: python snippets/layer_ranges.py
 """
 
 # --8<-- [start:export]
-from zoo.core.decode import export_model
+from zoo import export_model
 from zoo.llama import load_llama
 from zoo.reference import make_tiny_checkpoint
 
@@ -23,8 +23,8 @@ whole = export_model(model, "whole.aimodel", chunk=4, overwrite=True)
 # --8<-- [start:run]
 import numpy as np
 
+from zoo import DecodeSpec
 from zoo.core.generator import prefill_logits
-from zoo.core.spec import DecodeSpec
 from zoo.lab.isolate import run_isolated
 
 spec = DecodeSpec.of_asset(ranged)

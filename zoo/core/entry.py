@@ -9,6 +9,7 @@ the transformers reference, the bench) is generic and looks the entry up by name
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,6 +17,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from zoo.core.contract import Decoder, members
 from zoo.core.sidecar import SidecarSource
 from zoo.core.weights import build_and_load, find_tensor
 
@@ -149,27 +151,18 @@ class ModelEntry:
         return f"{self.transformers_name}{suffix}"
 
 
-# The model contract: what the loader, export, layouts, the bench and the CLI need of a
-# decoder built by `ModelEntry.model(config, strategy, capacity)`. Checked at registration
-# on the entry's tiny config (built on the meta device: no memory, milliseconds).
+# The model contract (`zoo.core.contract.Decoder`): checked at registration on the entry's
+# tiny config, built on the meta device (no memory, milliseconds).
 CONTRACT_ATTRIBUTES = {
-    "name": "the entry's name, recorded in an asset's DecodeSpec",
-    "config": "the DecoderConfig it was built from (vocab_size, stop_token_ids, ...)",
-    "strategy": "the KV strategy (zoo.core.kv) its caches write with",
-    "capacity": "tokens its KV caches hold",
-    "embed_tokens": "the nn.Embedding table (layouts, the bench and a tied head read it)",
-    "lm_head": "the head: an nn.Linear, or None when tied to embed_tokens",
-    "layers": "the decoder layers, an nn.ModuleList",
+    name: why for name, why in members(Decoder).items() if name not in ("forward", "state_shapes")
 }
-CONTRACT_FORWARD = ("input_ids", "positions", "step", "states", "last_row_only")
+CONTRACT_FORWARD = tuple(inspect.signature(Decoder.forward).parameters)[1:]
 
 
 def check_contract(entry: ModelEntry) -> None:
     """Refuse an entry whose decoder breaks the contract, naming what is missing:
     `forward(input_ids, positions, step, states, last_row_only=False) -> logits` and
     `state_shapes() -> {state name: shape}` beside `CONTRACT_ATTRIBUTES`."""
-    import inspect
-
     from zoo.core.kv import get_strategy
 
     with torch.device("meta"):
@@ -245,6 +238,12 @@ def entry_for_checkpoint(directory: str | Path) -> ModelEntry:
             f"loads; the entries load: {known}"
         )
     return by_type[model_type]
+
+
+def load(directory: str | Path, strategy: str = "runtime-index", capacity: int = 256, **options):
+    """A decoder with the weights of a checkpoint folder, its entry picked from config.json's
+    `model_type` (`ModelEntry.load` takes the same options)."""
+    return entry_for_checkpoint(directory).load(directory, strategy, capacity, **options)
 
 
 def all_entries() -> dict[str, ModelEntry]:

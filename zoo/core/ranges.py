@@ -58,7 +58,9 @@ def run_layers(model: nn.Module, h, start: int, stop: int, positions, step, stat
 
 def check_splittable(model: nn.Module | type) -> None:
     """Refuse a decoder (or its class) whose layers do not chain through one hidden state."""
-    needed = ("embed", "head", "layer_state_shapes")
+    from zoo.core.contract import LayerRanges, members
+
+    needed = list(members(LayerRanges))
     missing = [name for name in needed if not hasattr(model, name)]
     if missing:
         raise ValueError(

@@ -99,6 +99,9 @@ def test_qwen3_5_chat_template_and_stop_list(tmp_path):
     )
     assert chat.returncode == 0, chat.stderr[-2000:]
     assert "7 prompt tokens" in chat.stderr  # <|im_start|> user w5 w9 <|im_end|> <|im_start|> a
+    system = cli("qwen3_5", "generate", str(asset), "--system", "w3", "--prompt", "w5 w9")
+    assert system.returncode == 0, system.stderr[-2000:]  # --system implies --chat
+    assert "11 prompt tokens" in system.stderr  # + <|im_start|> system w3 <|im_end|>
     no_template = cli(
         "gemma4",
         "generate",
@@ -110,3 +113,12 @@ def test_qwen3_5_chat_template_and_stop_list(tmp_path):
         str(tmp_path / "missing.json"),
     )
     assert no_template.returncode == 2 and "no such file" in no_template.stderr
+
+
+def test_a_system_turn_comes_before_the_users(tmp_path):
+    from zoo.core.text import chat_prompt
+
+    (tmp_path / "chat_template.jinja").write_text(QWEN_TEMPLATE)
+    rendered = chat_prompt(tmp_path, "w5", system="be brief")
+    assert rendered.startswith("<|im_start|>system\nbe brief<|im_end|>\n<|im_start|>user\nw5")
+    assert chat_prompt(tmp_path, "w5").startswith("<|im_start|>user\nw5")

@@ -119,8 +119,17 @@ def test_the_host_loop_imports_no_torch():
     code = (
         "import sys\n"
         "import zoo.core.generator, zoo.core.commands, zoo.core.request, zoo.command\n"
+        "from zoo import Generator, GenerationRequest, DecodeSpec\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'coreai_torch')))"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]", done.stdout
+
+
+def test_the_facade_names_what_a_user_needs():
+    import zoo
+
+    for name in ("export", "export_model", "load", "plan_export", "run_plan", "Generator"):
+        assert name in zoo.__all__
+    assert all(getattr(zoo, name) is not None for name in zoo.__all__)

@@ -40,3 +40,32 @@ def test_generate_chat_answers_and_stops_at_the_end_of_turn(real):
 
 def test_runtime_perplexity_of_real_text_equals_eager(real):
     check_real_perplexity(real, REAL)
+
+
+def test_zoo_export_takes_the_gguf_file_and_the_asset_answers(real, tmp_path):
+    """`zoo export FILE.gguf`: the registry's GGUF converted (once, into the cache) to the
+    same checkpoint `zoo.fetch` makes, exported and asked, with a system turn."""
+    from safetensors.numpy import load_file
+
+    from zoo.fetch import fetched_gguf
+
+    checkpoint, _ = real
+    gguf = fetched_gguf(REAL)
+    out = tmp_path / "from-gguf.aimodel"
+    export = [sys.executable, "-m", "zoo", "export", str(gguf), str(out), "--capacity", "96"]
+    done = subprocess.run(export, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr
+    converted = re.search(r"loading (\S+) ", done.stderr).group(1)
+    assert converted.startswith(gguf.stem) and "converting" in done.stderr
+    ask = [sys.executable, "-m", "zoo", "generate", str(out), "--system", "Answer in one word."]
+    ask += ["--prompt", "What is the capital of France?"]
+    answer = subprocess.run(ask, capture_output=True, text=True, timeout=600)
+    assert answer.returncode == 0, answer.stderr
+    assert "Paris" in answer.stdout, answer.stdout
+    # the same weights zoo.fetch converted: bit for bit
+    from zoo.fetch import cache_root
+
+    folder = next((cache_root() / "gguf").glob(f"{converted}*"))
+    ours, fetched = (load_file(d / "model.safetensors") for d in (folder, checkpoint))
+    assert ours.keys() == fetched.keys()
+    assert all((ours[k] == fetched[k]).all() for k in ours)

@@ -4,16 +4,20 @@ checkpoint's config.json `model_type` (export) or the asset's metadata (generate
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import subprocess
 import sys
+
+import pytest
 
 from zoo.core.entry import all_entries
 from zoo.core.spec import DecodeSpec
 
 
-def zoo(*args) -> subprocess.CompletedProcess:
+def zoo(*args, env: dict | None = None) -> subprocess.CompletedProcess:
     command = [sys.executable, "-m", "zoo", *map(str, args)]
-    return subprocess.run(command, capture_output=True, text=True, timeout=600)
+    return subprocess.run(command, capture_output=True, text=True, timeout=600, env=env)
 
 
 def test_list_names_every_entry_and_its_model_types():
@@ -48,3 +52,69 @@ def test_an_unknown_model_type_is_refused_with_the_entries(tmp_path):
     assert done.returncode == 2
     assert "model_type 'falcon'" in done.stderr and "mistral (zoo.llama)" in done.stderr
     assert not (tmp_path / "x.aimodel").exists()
+
+
+@pytest.mark.parametrize("level", [[], ["export"], ["generate"], ["list"], ["fetch"], ["quality"]])
+def test_help_works_at_every_level_and_shows_defaults(level):
+    done = zoo(*level, "--help")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(f"usage: zoo {' '.join(level)}".rstrip()), done.stdout[:200]
+    if level == ["export"]:
+        assert "--dry-run" in done.stdout and "(default: 256)" in done.stdout  # --capacity
+    if level == ["generate"]:
+        assert "--system" in done.stdout and "as many as the context holds" in done.stdout
+
+
+def test_options_go_before_or_after_the_asset_and_only_the_answer_is_on_stdout(assets):
+    asset = assets["default", "runtime-index"]
+    first = zoo("generate", "--max-new-tokens", 4, asset, "--prompt-ids", "2,17,33")
+    second = zoo("generate", asset, "--prompt-ids", "2,17,33", "--max-new-tokens", 4)
+    assert first.returncode == second.returncode == 0, first.stderr + second.stderr
+    assert first.stdout == second.stdout and len(first.stdout.split()) == 4
+    assert all(word.isdigit() for word in first.stdout.split())  # the ids, nothing else
+    assert "converting" not in first.stdout and "loading" in first.stderr
+
+
+def test_a_request_that_cannot_fit_is_refused_before_decoding(assets):
+    asset = assets["default", "runtime-index"]
+    done = zoo("generate", asset, "--prompt-ids", "2,17,33", "--max-new-tokens", 400)
+    assert done.returncode == 2 and done.stdout == ""
+    assert "leaves room for 62 new, not 400" in done.stderr  # 64 - 3 + 1
+    whole = zoo("generate", asset, "--prompt-ids", "2,17,33", "--temperature", "0")
+    assert whole.returncode == 0, whole.stderr
+    assert 1 <= len(whole.stdout.split()) <= 62  # up to the context, or a stop id
+
+
+def test_dry_run_prints_the_plan_and_writes_nothing(checkpoints, tmp_path):
+    out = tmp_path / "sub" / "planned.aimodel"
+    args = ["--capacity", 48, "--layers-per-function", 2, "--spans", "32", "--dry-run"]
+    done = zoo("export", checkpoints["default"], out, *args)
+    assert done.returncode == 0, done.stderr
+    assert "zoo.llama" in done.stdout and "48 tokens" in done.stdout
+    assert "2 ranges [[0, 2], [2, 4]]" in done.stdout and "spans          32" in done.stdout
+    assert "asset size" in done.stdout and "peak memory" in done.stdout
+    assert not (tmp_path / "sub").exists()  # nothing written, not even the folder
+
+
+def test_export_takes_a_hugging_face_id_from_the_local_hub_cache(checkpoints, tmp_path):
+    """`zoo export ORG/NAME`: the snapshot huggingface_hub resolves offline, as a hub
+    download leaves it (refs/main -> snapshots/REVISION/)."""
+    revision = "0123456789abcdef0123456789abcdef01234567"
+    repo = tmp_path / "hf" / "hub" / "models--tiny-org--tiny-llama"
+    shutil.copytree(checkpoints["default"], repo / "snapshots" / revision)
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(revision)
+    env = {**os.environ, "HF_HOME": str(tmp_path / "hf"), "HF_HUB_OFFLINE": "1"}
+    out = tmp_path / "from-hub.aimodel"
+    done = zoo("export", "tiny-org/tiny-llama", out, "--capacity", 32, "--chunk", 4, env=env)
+    assert done.returncode == 0, done.stderr
+    assert DecodeSpec.of_asset(out).model == "llama"
+    generated = zoo("generate", out, "--prompt-ids", "2,17,33", "--max-new-tokens", 3)
+    assert generated.returncode == 0 and len(generated.stdout.split()) == 3, generated.stderr
+    missing = zoo("export", "tiny-org/not-there", tmp_path / "no.aimodel", env=env)
+    assert missing.returncode == 2 and "hf download tiny-org/not-there" in missing.stderr
+
+
+def test_options_refuse_digits_other_than_ascii(checkpoints, tmp_path):
+    done = zoo("export", checkpoints["default"], tmp_path / "x.aimodel", "--capacity", "٦٤")
+    assert done.returncode == 2 and "is not a whole number" in done.stderr
