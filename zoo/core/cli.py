@@ -28,6 +28,16 @@ def say(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
+def shown(path: str | Path) -> str:
+    """A path as messages show it: under the home folder as `~/...` (a page built on one
+    machine shows no other machine's folders)."""
+    path = Path(path)
+    try:
+        return f"~/{path.relative_to(Path.home())}" if path.is_absolute() else str(path)
+    except ValueError:
+        return str(path)
+
+
 def run_command(command: str, cwd: str | Path | None = None) -> str:
     """Run a command line as a reader types it (`python` is this interpreter), in `cwd`.
 

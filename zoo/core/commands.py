@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from zoo.core.cli import COMMANDS, act, build_parser, command_of, say, token_ids
+from zoo.core.cli import COMMANDS, act, build_parser, command_of, say, shown, token_ids
 
 
 def run(model_name: str, argv: list[str] | None = None) -> int:
@@ -56,7 +56,10 @@ def export_command(args, entry: str | None, checkpoint: Path | None = None) -> i
         say("dry run: nothing written")
         return 0
     weights = f"; {plan.compress} weights, module by module" if plan.compress != "fp32" else ""
-    say(f"loading {checkpoint.name} ({plan.strategy} KV writes, capacity {plan.capacity}{weights})")
+    say(
+        f"loading {shown(args.checkpoint)} ({plan.strategy} KV writes, capacity {plan.capacity}"
+        f"{weights})"
+    )
     with contextlib.redirect_stdout(sys.stderr):  # the converter's banner is progress too
         path = run_plan(plan, progress=say)
     say(f"saved {path} in {time.perf_counter() - started:.1f} s")
@@ -78,7 +81,7 @@ def export_engine_command(args, entry: str | None, checkpoint: Path) -> int:
             "--layers-per-function and --dry-run"
         )
     found = get_entry(entry) if entry else entry_for_checkpoint(checkpoint)
-    say(f"loading {checkpoint.name} for Apple's engine contract (context up to {args.capacity})")
+    say(f"loading {shown(checkpoint)} for Apple's engine contract (context up to {args.capacity})")
     model = found.load(
         checkpoint, PackedPrefixWrite(), args.capacity, compress=args.compress, progress=say
     )

@@ -73,7 +73,11 @@ class ExportPlan:
             ("spans", ", ".join(map(str, self.spans)) if self.spans else "none"),
             ("parameters", f"{self.parameters:,}"),
             ("asset size", f"about {readable_bytes(self.estimated_bytes)} (estimated)"),
-            ("peak memory", f"about {readable_bytes(self.estimated_peak_bytes)} (estimated)"),
+            (
+                "model in memory",
+                f"about {readable_bytes(self.estimated_peak_bytes)} at the peak (estimated: the "
+                "decoder and the converted program; the Python process adds about 0.5 GB)",
+            ),
         ]
         if self.sidecar is not None:
             tables = "int8 files beside the program" if self.sidecar else "in the graph"

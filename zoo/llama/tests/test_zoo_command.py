@@ -92,7 +92,7 @@ def test_dry_run_prints_the_plan_and_writes_nothing(checkpoints, tmp_path):
     assert done.returncode == 0, done.stderr
     assert "zoo.llama" in done.stdout and "48 tokens" in done.stdout
     assert "2 ranges [[0, 2], [2, 4]]" in done.stdout and "spans          32" in done.stdout
-    assert "asset size" in done.stdout and "peak memory" in done.stdout
+    assert "asset size" in done.stdout and "model in memory" in done.stdout
     assert not (tmp_path / "sub").exists()  # nothing written, not even the folder
 
 
