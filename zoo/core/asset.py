@@ -51,6 +51,13 @@ def file_digest(path: Path) -> str:
     return digest.hexdigest()
 
 
+def section_digest(section: dict) -> str:
+    """sha256 of an asset's zoo metadata (its decode spec, functions, provenance), the list
+    of files and this digest aside: an edited capacity or vocabulary is refused on load."""
+    kept = {k: v for k, v in section.items() if k not in ("files", "sha256")}
+    return hashlib.sha256(json.dumps(kept, sort_keys=True).encode()).hexdigest()
+
+
 class AssetError(ValueError):
     """An asset's files are missing, truncated or altered: the runtime would crash on it."""
 
@@ -83,6 +90,11 @@ def verify_asset(path: Path, full: bool | None = None) -> None:
         if not programs:
             raise AssetError(f"{path} has no program (*.mlirb){hint}")
         return
+    if zoo.get("sha256") != section_digest(zoo):
+        raise AssetError(
+            f"{path}/metadata.json was edited since the export (the sha256 of its zoo section "
+            f"differs){hint}"
+        )
     full = verify_mode() == "full" if full is None else full
     unlisted = sorted(
         p.name

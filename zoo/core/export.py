@@ -21,7 +21,7 @@ from typing import Any
 
 import torch
 
-from zoo.core.asset import METADATA_KEY, file_digest
+from zoo.core.asset import METADATA_KEY, file_digest, section_digest
 from zoo.core.provenance import provenance
 from zoo.core.staging import replacing_directory
 
@@ -312,4 +312,5 @@ def _save_atomically(
             for file in sorted(fresh.iterdir())
             if file.is_file() and file.name != "metadata.json"
         }
+        stored["sha256"] = section_digest(json.loads(json.dumps(stored)))  # as it is read
         asset.update_metadata(lambda m: m.set_custom(METADATA_KEY, stored))

@@ -25,3 +25,18 @@ def read_json(path: str | Path, what: str = "") -> dict:
     if not isinstance(value, dict):
         raise ValueError(f"{path}: expected a JSON object, found {type(value).__name__}")
     return value
+
+
+def inside(root: str | Path, name: object, what: str) -> Path:
+    """`root / name`, refused unless it stays inside `root` (a shard index or an asset's
+    metadata naming `../elsewhere` must not make the zoo read outside its folder)."""
+    root = Path(root)
+    if not isinstance(name, str) or not name or Path(name).is_absolute():
+        raise ValueError(f"{what} names {name!r}, not a file name inside {root}; fix it")
+    path = root / name
+    if root.resolve() not in path.resolve().parents:
+        raise ValueError(
+            f"{what} names {name!r}, outside {root}: the zoo reads only the files of the "
+            "folder it was given; fix or re-download it"
+        )
+    return path

@@ -14,11 +14,11 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 
 from zoo.core.asset import read_metadata
+from zoo.core.files import inside
 from zoo.core.kv import causal_mask, chunk_rows, get_strategy
 
 
@@ -177,4 +177,7 @@ class DecodeSpec:
     def open_sidecars(self, asset: str | os.PathLike) -> dict:
         from zoo.core.sidecar import SidecarTable
 
-        return {name: SidecarTable(Path(asset) / s["file"]) for name, s in self.sidecars.items()}
+        return {
+            name: SidecarTable(inside(asset, s.get("file"), "metadata.json's sidecar"))
+            for name, s in self.sidecars.items()
+        }

@@ -12,7 +12,7 @@ import torch
 from safetensors import SafetensorError, safe_open
 
 from zoo.core.checkpoint import CheckpointError
-from zoo.core.files import read_json
+from zoo.core.files import inside, read_json
 
 # what `build_and_load` calls on each module as it is read (e.g. to compress it)
 Loaded = Callable[[str, torch.nn.Module], torch.nn.Module]
@@ -27,7 +27,10 @@ def safetensors_files(directory: str | Path) -> list[Path]:
         weight_map = read_json(index).get("weight_map")
         if not isinstance(weight_map, dict):
             raise ValueError(f"{index}: no weight_map object; fix or re-download it")
-        shards = [directory / shard for shard in sorted(set(weight_map.values()))]
+        shards = [
+            inside(directory, shard, index.name)
+            for shard in sorted(set(weight_map.values()), key=str)
+        ]
         missing = [p.name for p in shards if not p.exists()]
         if missing:
             raise FileNotFoundError(f"{index} names shards that are not there: {missing}")
