@@ -1,0 +1,152 @@
+"""A mixture of experts: a router picks `top_k` of `experts` gated MLPs for each token, and
+their outputs are summed, weighted by the router.
+
+Shared by every MoE family (Qwen3 MoE, Mixtral, ...). What differs per family is data:
+- how the router's weights are made (`ROUTINGS`): a softmax over all experts then the top k,
+  renormalised over them or not (`norm_topk_prob`: Qwen3 MoE, Qwen3.5 MoE; Mixtral always
+  renormalises), or the top k logits first and a softmax over those (GPT-OSS);
+- what the checkpoint calls the projections (`gate_proj/up_proj/down_proj`, Mixtral's
+  `w1/w3/w2`) and the router (`gate`).
+
+Experts are loaded as the checkpoints publish them, one module per expert, so the loader
+reads and compresses them one at a time like any projection. Two formulations compute the
+same numbers, chosen at export (`formulation`):
+- `dense`: every expert on every token, weighted by the router (zero for those not chosen).
+  Costs `experts / top_k` times the arithmetic; the reference, and what runs anywhere.
+- `gather`: only the chosen experts, with coreai-torch's `GatherMM` over the experts
+  stacked `[1, experts, in, out]` (Apple's recipes' formulation: their `SwitchGLU`); the
+  stacking is done once (`stack()`), before the export.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+from torch import nn
+
+FORMULATIONS = ("dense", "gather")
+
+
+def softmax_then_top_k(logits: torch.Tensor, top_k: int, renormalize: bool):
+    """Softmax over every expert (in fp32), then the k largest; renormalised to sum to one
+    if `renormalize` (Qwen3 MoE with `norm_topk_prob`, Mixtral)."""
+    probabilities = torch.softmax(logits.float(), dim=-1)
+    weights, indices = torch.topk(probabilities, top_k, dim=-1)
+    if renormalize:
+        weights = weights / weights.sum(dim=-1, keepdim=True)
+    return weights, indices
+
+
+def top_k_then_softmax(logits: torch.Tensor, top_k: int, renormalize: bool = True):
+    """The k largest logits, then a softmax over those (GPT-OSS)."""
+    chosen, indices = torch.topk(logits.float(), top_k, dim=-1)
+    return torch.softmax(chosen, dim=-1), indices
+
+
+ROUTINGS: dict[str, Callable] = {
+    "softmax-top-k": softmax_then_top_k,
+    "top-k-softmax": top_k_then_softmax,
+}
+
+
+class Expert(nn.Module):
+    """One gated MLP, `down(act(gate(x)) * up(x))`, its projections under the names the
+    checkpoint gives them (`names`: gate, up, down)."""
+
+    def __init__(self, hidden: int, intermediate: int, names: tuple[str, str, str]) -> None:
+        super().__init__()
+        self.names = names
+        gate, up, down = names
+        setattr(self, gate, nn.Linear(hidden, intermediate, bias=False))
+        setattr(self, up, nn.Linear(hidden, intermediate, bias=False))
+        setattr(self, down, nn.Linear(intermediate, hidden, bias=False))
+
+    def projections(self) -> tuple[nn.Module, nn.Module, nn.Module]:
+        return tuple(getattr(self, name) for name in self.names)
+
+    def forward(self, x: torch.Tensor, activation) -> torch.Tensor:
+        gate, up, down = self.projections()
+        return down(activation(gate(x)) * up(x))
+
+
+class MixtureOfExperts(nn.Module):
+    """The router (`router_name`, an nn.Linear to `experts` logits) and the experts."""
+
+    def __init__(
+        self,
+        hidden: int,
+        intermediate: int,
+        experts: int,
+        top_k: int,
+        activation: Callable = nn.functional.silu,
+        routing: str = "softmax-top-k",
+        renormalize: bool = True,
+        names: tuple[str, str, str] = ("gate_proj", "up_proj", "down_proj"),
+        router_name: str = "gate",
+    ) -> None:
+        super().__init__()
+        if routing not in ROUTINGS:
+            raise ValueError(f"unknown routing {routing!r}; known: {list(ROUTINGS)}")
+        if not 1 <= top_k <= experts:
+            raise ValueError(f"top_k must be 1 to the {experts} experts, got {top_k}")
+        self.top_k, self.count, self.activation = top_k, experts, activation
+        self.routing, self.renormalize, self.router_name = routing, renormalize, router_name
+        setattr(self, router_name, nn.Linear(hidden, experts, bias=False))
+        self.experts = nn.ModuleList(Expert(hidden, intermediate, names) for _ in range(experts))
+        self.formulation = "dense"
+
+    def route(self, flat: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Each token's `top_k` expert weights and indices `[N, top_k]`, from fp32 logits."""
+        logits = getattr(self, self.router_name)(flat)
+        return ROUTINGS[self.routing](logits, self.top_k, self.renormalize)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        shape = x.shape
+        flat = x.reshape(-1, shape[-1])
+        weights, indices = self.route(flat)
+        if self.formulation == "gather":
+            out = self._chosen_only(flat, weights, indices)
+        else:
+            out = self._every_expert(flat, weights, indices)
+        return out.reshape(shape)
+
+    def _every_expert(self, flat, weights, indices) -> torch.Tensor:
+        # [N, experts]: each token's weight for every expert, zero for those not chosen (a
+        # one-hot sum, not a scatter: no index written from data in the graph)
+        chosen = indices[..., None] == torch.arange(self.count, device=flat.device)
+        combine = (chosen.to(weights.dtype) * weights[..., None]).sum(dim=1).to(flat.dtype)
+        out = torch.zeros_like(flat)
+        for number, expert in enumerate(self.experts):
+            out = out + combine[:, number : number + 1] * expert(flat, self.activation)
+        return out
+
+    def stack(self) -> None:
+        """Switch to the `gather` formulation: the experts' weights stacked once into
+        `[1, experts, in, out]` tensors (the per-expert modules are dropped)."""
+        if self.formulation == "gather":
+            return
+        from coreai_torch.composite_ops import GatherMM
+
+        gates, ups, downs = zip(*(e.projections() for e in self.experts), strict=True)
+        with torch.no_grad():
+            up = torch.stack([torch.cat([g.weight, u.weight]) for g, u in zip(gates, ups)])
+            down = torch.stack([d.weight for d in downs])
+        # [1, E, hidden, 2 * intermediate] and [1, E, intermediate, hidden]: x @ w per token
+        self.gate_up = nn.Parameter(up.transpose(1, 2)[None].contiguous(), requires_grad=False)
+        self.down = nn.Parameter(down.transpose(1, 2)[None].contiguous(), requires_grad=False)
+        self.gather_mm = GatherMM(num_batch_axes=1)
+        del self.experts
+        self.formulation = "gather"
+
+    def _chosen_only(self, flat, weights, indices) -> torch.Tensor:
+        tokens, width = flat.shape
+        lhs = flat.reshape(1, tokens, 1, 1, width)  # [sets, N, 1, 1, hidden]
+        # [1, N, top_k, 1, 2 * intermediate]: each token against its chosen experts only
+        gate_up = self.gather_mm(lhs, self.gate_up, rhs_indices=indices.to(torch.int32))
+        gate, up = gate_up.chunk(2, dim=-1)
+        hidden = self.activation(gate) * up
+        out = self.gather_mm(hidden, self.down, rhs_indices=indices.to(torch.int32))
+        # [1, N, top_k, 1, hidden] weighted and summed over the chosen
+        out = (out[0, :, :, 0] * weights[..., None].to(out.dtype)).sum(dim=1)
+        return out
