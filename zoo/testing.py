@@ -31,6 +31,8 @@ TEST_LAYOUTS = {
     # (zoo.core.spec.DecodeSpec.spans): check_layout_computes_the_same calls all three
     "spans": {"spans": [8, 16]},
     "ranges-spans": {"layers_per_function": 1, "spans": [8, 16]},
+    # mixtures of experts: every expert weighted, beside the default chosen-only GatherMM
+    "all-experts": {"experts": "all"},
 }
 
 

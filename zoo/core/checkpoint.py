@@ -180,6 +180,10 @@ class DecoderConfig:
             )
         return unsupported
 
+    def experts(self) -> int:
+        """Experts in a mixture-of-experts layer, as config.json spells the count (0: dense)."""
+        return getattr(self, "num_experts", None) or getattr(self, "num_local_experts", 0) or 0
+
     def refuse(self, unsupported: list[str]) -> None:
         if unsupported:
             raise UnsupportedConfig(

@@ -238,6 +238,13 @@ def add_export_options(parser: argparse.ArgumentParser, entry: str | None) -> No
         "files beside the program (auto: when --compress compresses the weights)",
     )
     parser.add_argument(
+        "--experts",
+        default="auto",
+        choices=("auto", "chosen", "all"),
+        help="mixtures of experts: compute the chosen experts only (GatherMM) or all of "
+        "them, weighted (auto: chosen, all when --compress compresses the weights)",
+    )
+    parser.add_argument(
         "--weights-layout",
         default="auto",
         choices=("auto", *WEIGHT_LAYOUTS),

@@ -49,6 +49,7 @@ def export_command(args, entry: str | None, checkpoint: Path | None = None) -> i
         weights=args.weights_layout,
         keys=args.keys_layout,
         sidecar=args.sidecar,
+        experts=args.experts,
         overwrite=args.overwrite,
     )
     if args.dry_run:

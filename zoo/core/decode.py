@@ -209,6 +209,7 @@ def export_model(
     score_chunk: int | None = None,
     layers_per_function: int | None = None,
     spans: Sequence[int] | None = None,
+    experts: str = "auto",
 ) -> Path:
     """Export a loaded zoo decoder (`zoo.<model>.load_<model>`) as prefill + decode: the
     options are planned and checked once (`zoo.core.plan.plan_for_model`), then written.
@@ -225,7 +226,8 @@ def export_model(
     many layers (`zoo.core.ranges`: prefill with two calls in flight; the Neural Engine's
     chunks). `spans` (ascending, each below the capacity) adds prefill functions that
     attend over the cache's first `span` columns only: the host calls the shortest one that
-    holds the chunk (docs/performance.md#attention-spans).
+    holds the chunk (docs/performance.md#attention-spans). `experts` (mixtures of experts):
+    "chosen" computes only the router's choices, "all" every expert (`zoo.core.experts`).
     """
     from zoo.core.plan import plan_for_model
 
@@ -241,6 +243,7 @@ def export_model(
         score_chunk=score_chunk,
         layers_per_function=layers_per_function,
         spans=spans,
+        experts=experts,
     )
     return write_asset(model, plan)
 
@@ -289,7 +292,13 @@ def write_asset(model: torch.nn.Module, plan) -> Path:
         file.name: functools.partial(shutil.copyfile, file)
         for file in (generation_files(source) if source is not None else [])
     }
-    apply_layout(model, plan.weights, plan.keys)
+    if plan.experts == "chosen":  # the experts stacked for GatherMM (zoo.core.experts)
+        from zoo.core.experts import MixtureOfExperts
+
+        for module in model.modules():
+            if isinstance(module, MixtureOfExperts):
+                module.stack()
+    apply_layout(model, plan.weights, plan.keys)  # the projections left as nn.Linear
     spec = decode_spec(model, plan.chunk, source.name if source is not None else None)
     spec = replace(
         spec,

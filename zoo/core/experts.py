@@ -10,10 +10,10 @@ Shared by every MoE family (Qwen3 MoE, Mixtral, ...). What differs per family is
 
 Experts are loaded as the checkpoints publish them, one module per expert, so the loader
 reads and compresses them one at a time like any projection. Two formulations compute the
-same numbers, chosen at export (`formulation`):
-- `dense`: every expert on every token, weighted by the router (zero for those not chosen).
+same numbers, chosen at export (`formulation`, `zoo export --experts`):
+- `all`: every expert on every token, weighted by the router (zero for those not chosen).
   Costs `experts / top_k` times the arithmetic; the reference, and what runs anywhere.
-- `gather`: only the chosen experts, with coreai-torch's `GatherMM` over the experts
+- `chosen`: only the chosen experts, with coreai-torch's `GatherMM` over the experts
   stacked `[1, experts, in, out]` (Apple's recipes' formulation: their `SwitchGLU`); the
   stacking is done once (`stack()`), before the export.
 """
@@ -25,7 +25,7 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
-FORMULATIONS = ("dense", "gather")
+FORMULATIONS = ("all", "chosen")  # `zoo export --experts`
 
 
 def softmax_then_top_k(logits: torch.Tensor, top_k: int, renormalize: bool):
@@ -94,7 +94,7 @@ class MixtureOfExperts(nn.Module):
         self.routing, self.renormalize, self.router_name = routing, renormalize, router_name
         setattr(self, router_name, nn.Linear(hidden, experts, bias=False))
         self.experts = nn.ModuleList(Expert(hidden, intermediate, names) for _ in range(experts))
-        self.formulation = "dense"
+        self.formulation = "all"
 
     def route(self, flat: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Each token's `top_k` expert weights and indices `[N, top_k]`, from fp32 logits."""
@@ -105,7 +105,7 @@ class MixtureOfExperts(nn.Module):
         shape = x.shape
         flat = x.reshape(-1, shape[-1])
         weights, indices = self.route(flat)
-        if self.formulation == "gather":
+        if self.formulation == "chosen":
             out = self._chosen_only(flat, weights, indices)
         else:
             out = self._every_expert(flat, weights, indices)
@@ -122,22 +122,23 @@ class MixtureOfExperts(nn.Module):
         return out
 
     def stack(self) -> None:
-        """Switch to the `gather` formulation: the experts' weights stacked once into
+        """Switch to the `chosen` formulation: the experts' weights stacked once into
         `[1, experts, in, out]` tensors (the per-expert modules are dropped)."""
-        if self.formulation == "gather":
+        if self.formulation == "chosen":
             return
         from coreai_torch.composite_ops import GatherMM
 
         gates, ups, downs = zip(*(e.projections() for e in self.experts), strict=True)
         with torch.no_grad():
-            up = torch.stack([torch.cat([g.weight, u.weight]) for g, u in zip(gates, ups)])
+            pairs = zip(gates, ups, strict=True)
+            up = torch.stack([torch.cat([g.weight, u.weight]) for g, u in pairs])
             down = torch.stack([d.weight for d in downs])
         # [1, E, hidden, 2 * intermediate] and [1, E, intermediate, hidden]: x @ w per token
         self.gate_up = nn.Parameter(up.transpose(1, 2)[None].contiguous(), requires_grad=False)
         self.down = nn.Parameter(down.transpose(1, 2)[None].contiguous(), requires_grad=False)
         self.gather_mm = GatherMM(num_batch_axes=1)
         del self.experts
-        self.formulation = "gather"
+        self.formulation = "chosen"
 
     def _chosen_only(self, flat, weights, indices) -> torch.Tensor:
         tokens, width = flat.shape

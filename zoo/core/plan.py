@@ -42,6 +42,7 @@ class ExportPlan:
     ranges: tuple[tuple[int, int], ...] | None = None  # layer ranges, one function each
     spans: tuple[int, ...] | None = None  # prefill attention spans below the capacity
     sidecar: bool | None = None  # lookup tables as int8 files (entries that have them)
+    experts: str | None = None  # mixtures of experts: "chosen" or "all" (zoo.core.experts)
     score_chunk: int | None = None  # a `score` function of this many tokens (zoo.quality)
     overwrite: bool = False
     parameters: int = 0  # values in the checkpoint's tensors
@@ -79,6 +80,12 @@ class ExportPlan:
                 "decoder and the converted program; the Python process adds about 0.5 GB)",
             ),
         ]
+        if self.experts is not None:
+            computed = {
+                "chosen": "the chosen experts only (GatherMM)",
+                "all": "every expert, weighted by the router",
+            }
+            rows.insert(7, ("experts", computed[self.experts]))
         if self.sidecar is not None:
             tables = "int8 files beside the program" if self.sidecar else "in the graph"
             rows.insert(7, ("lookup tables", tables))
@@ -105,6 +112,7 @@ def plan_export(
     weights: str = "auto",
     keys: str = "auto",
     sidecar: str = "auto",
+    experts: str = "auto",
     score_chunk: int | None = None,
     overwrite: bool = False,
 ) -> ExportPlan:
@@ -130,6 +138,8 @@ def plan_export(
         weights=weights,
         keys=keys,
         sidecar=sidecar,
+        experts=experts,
+        has_experts=config.experts() > 0,
         score_chunk=score_chunk,
         overwrite=overwrite,
     )
@@ -159,6 +169,9 @@ def plan_for_model(model, output: str | os.PathLike, **options) -> ExportPlan:
             f"compress={loaded_with!r} (or load it again without compression)"
         )
     options["compress"] = compress
+    from zoo.core.experts import MixtureOfExperts
+
+    has_experts = any(isinstance(m, MixtureOfExperts) for m in model.modules())
     return _resolve(
         get_entry(model.name),
         Path(checkpoint) if checkpoint is not None else None,
@@ -166,6 +179,7 @@ def plan_for_model(model, output: str | os.PathLike, **options) -> ExportPlan:
         len(model.layers),
         strategy=model.strategy.name,
         capacity=model.capacity,
+        has_experts=has_experts,
         **options,
     )
 
@@ -185,6 +199,8 @@ def _resolve(
     weights: str = "auto",
     keys: str = "auto",
     sidecar: str = "auto",
+    experts: str = "auto",
+    has_experts: bool = False,
     score_chunk: int | None = None,
     overwrite: bool = False,
 ) -> ExportPlan:
@@ -220,6 +236,15 @@ def _resolve(
     if sidecar not in ("auto", "on", "off"):
         raise ValueError(f"--sidecar is auto, on or off, got {sidecar!r}")
     wants_sidecar = preset.compresses_weights if sidecar == "auto" else sidecar == "on"
+    if experts not in ("auto", "chosen", "all"):
+        raise ValueError(f"--experts is auto, chosen or all, got {experts!r}")
+    if experts == "auto":  # chosen only, unless the weights are compressed (not stacked yet)
+        experts = "all" if preset.compresses_weights else "chosen"
+    if experts == "chosen" and preset.compresses_weights and has_experts:
+        raise ValueError(
+            f"--experts chosen stacks the experts' weights, which --compress {preset.name} "
+            "does not do yet: export with --experts all (every expert, the same numbers)"
+        )
     return ExportPlan(
         entry=entry.name,
         checkpoint=checkpoint,
@@ -234,6 +259,7 @@ def _resolve(
         ranges=ranges,
         spans=tuple(spans) if spans else None,
         sidecar=wants_sidecar if entry.sidecar_option else None,
+        experts=experts if has_experts else None,
         score_chunk=score_chunk,
         overwrite=overwrite,
     )

@@ -1,0 +1,8 @@
+"""`python -m zoo.mixtral export CHECKPOINT OUT.aimodel` / `generate OUT.aimodel --prompt ...`."""
+
+import sys
+
+from zoo.core.commands import run
+
+if __name__ == "__main__":
+    sys.exit(run("mixtral"))
