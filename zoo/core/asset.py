@@ -90,6 +90,11 @@ def verify_asset(path: Path, full: bool | None = None) -> None:
         if not programs:
             raise AssetError(f"{path} has no program (*.mlirb){hint}")
         return
+    if "sha256" not in zoo:
+        raise AssetError(
+            f"{path} was exported by an older zoo (its metadata.json carries no sha256 of "
+            "itself, so an edit cannot be told apart): export it again"
+        )
     if zoo.get("sha256") != section_digest(zoo):
         raise AssetError(
             f"{path}/metadata.json was edited since the export (the sha256 of its zoo section "

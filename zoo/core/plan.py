@@ -62,10 +62,11 @@ class ExportPlan:
         ranges = (
             f"{len(self.ranges)} ranges {[list(r) for r in self.ranges]}" if self.ranges else "one"
         )
+        replaced = self.overwrite and self.output.exists()
         rows = [
             ("entry", f"zoo.{self.entry}"),
             ("checkpoint", str(self.checkpoint) if self.checkpoint else "(a model in memory)"),
-            ("output", f"{self.output}{' (replacing the asset there)' if self.overwrite else ''}"),
+            ("output", f"{self.output}{' (replacing the asset there)' if replaced else ''}"),
             ("KV strategy", self.strategy),
             ("capacity", f"{self.capacity} tokens"),
             ("prefill chunk", f"{self.chunk} tokens"),

@@ -17,8 +17,8 @@ from zoo.core.checkpoint import DecoderConfig
 class Qwen3Config(DecoderConfig):
     TEXT_TYPE, FAMILY = "qwen3", "Qwen3"
     REFUSED_MODEL_TYPES = {
-        "qwen3_moe": "the mixture-of-experts Qwen3 sizes (30B-A3B, 235B-A22B) are not "
-        "implemented by this entry"
+        "qwen3_moe": "the mixture-of-experts Qwen3 sizes (30B-A3B, 235B-A22B) are the "
+        "zoo.qwen3_moe entry (zoo export picks it from model_type)"
     }
 
     vocab_size: int = 151_936

@@ -79,6 +79,10 @@ def test_every_released_size_has_a_fixture():
         assert f"Mistral-{name}" in names
     for name in ("0425-1B", "1124-7B", "1124-13B", "0325-32B"):
         assert f"OLMo-2-{name}-Instruct" in names
+    for name in ("30B-A3B", "235B-A22B", "Coder-30B-A3B-Instruct"):
+        assert f"Qwen3-{name}" in names
+    for name in ("8x7B-v0.1", "8x7B-Instruct-v0.1", "8x22B-v0.1", "8x22B-Instruct-v0.1"):
+        assert f"Mixtral-{name}" in names
 
 
 def test_scale_down_keeps_every_key_and_its_spelling():

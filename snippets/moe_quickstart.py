@@ -1,0 +1,123 @@
+"""Mixtures of experts on Core AI: Qwen3 MoE and Mixtral, checkpoint ->
+.aimodel -> greedy tokens, checked against transformers, computing the
+chosen experts only or every expert. Tiny random checkpoints in the
+released shapes; point `checkpoint` at a real directory for the real thing.
+
+Run: python snippets/moe_quickstart.py
+     (writes ./tiny-qwen3_moe/, ./tiny-mixtral/ and their assets)
+"""
+
+# --8<-- [start:checkpoint]
+from zoo.reference import make_tiny_checkpoint
+
+# 4 layers of 6 experts, 2 per token (30B-A3B: 48 layers of 128, 8 per
+# token); qk-norm attention as dense Qwen3. Written by transformers.
+checkpoint = make_tiny_checkpoint("qwen3_moe", "tiny-qwen3_moe")
+# --8<-- [end:checkpoint]
+
+# --8<-- [start:route]
+import torch
+
+from zoo import load
+
+model = load(checkpoint, capacity=64)  # the entry from model_type: qwen3_moe
+prompt = [2, 17, 33, 91, 5, 77, 12, 9, 100, 3]  # 2 prefill chunks + 2 steps
+first = model.layers[0]
+with torch.no_grad():  # the router of layer 0 on the first four tokens
+    h = first.post_attention_layernorm(model.embed(torch.tensor([prompt])))
+    weights, experts = first.mlp.route(h[0, :4])
+for token, chosen, weight in zip(
+    prompt, experts.tolist(), weights.tolist(), strict=False
+):
+    pairs = zip(chosen, weight, strict=True)
+    print(
+        f"token {token:3}: "
+        + ", ".join(f"expert {e} x {w:.2f}" for e, w in pairs)
+    )
+# --8<-- [end:route]
+
+# --8<-- [start:export]
+import zoo
+
+plans = {
+    experts: zoo.plan_export(
+        checkpoint,
+        f"tiny-qwen3_moe-{experts}.aimodel",
+        capacity=64,
+        chunk=4,
+        experts=experts,
+        overwrite=True,
+    )
+    for experts in ("chosen", "all")
+}
+print(plans["chosen"].describe())
+assets = {experts: zoo.run_plan(plan) for experts, plan in plans.items()}
+# --8<-- [end:export]
+
+# --8<-- [start:generate]
+from zoo import Generator
+from zoo.reference import greedy_reference, reference_model
+
+expected = greedy_reference(reference_model("qwen3_moe", checkpoint), prompt)
+for experts, asset in assets.items():
+    with Generator(asset) as generator:
+        tokens = generator.generate(
+            prompt, max_new_tokens=8, stop_token_ids=[]
+        )
+    assert tokens == expected, (experts, tokens, expected)
+    print(f"{experts:6} experts: {tokens} 8/8 identical to transformers")
+# --8<-- [end:generate]
+
+# --8<-- [start:mixtral]
+mixtral = make_tiny_checkpoint("mixtral", "tiny-mixtral")  # 8 experts, 2 each
+asset = zoo.export(mixtral, "tiny-mixtral.aimodel", capacity=64, chunk=4)
+with Generator(asset) as generator:
+    tokens = generator.generate(prompt, max_new_tokens=8, stop_token_ids=[])
+expected = greedy_reference(reference_model("mixtral", mixtral), prompt)
+assert tokens == expected, (tokens, expected)
+print("mixtral:", tokens, "8/8 identical to transformers")
+# --8<-- [end:mixtral]
+
+# --8<-- [start:sizes]
+import json
+
+from zoo.core.entry import get_entry
+from zoo.core.kv import get_strategy
+from zoo.core.plan import BYTES_PER_WEIGHT
+from zoo.released import released_configs
+
+
+def parameters(model_name: str, name: str) -> tuple[int, int]:
+    """All and active-per-token parameters of a released config, counted on
+    the meta device (no memory): the experts a token does not use excluded."""
+    entry = get_entry(model_name)
+    raw = json.loads(released_configs(model_name)[name].read_text())
+    config = entry.config.from_dict(raw)
+    with torch.device("meta"):
+        decoder = entry.model(config, get_strategy("runtime-index"), 16)
+    total = sum(p.numel() for p in decoder.parameters())
+    idle = sum(
+        p.numel()
+        for m in decoder.modules()
+        if hasattr(m, "experts")
+        for expert in list(m.experts)[m.top_k :]
+        for p in expert.parameters()
+    )
+    return total, total - idle
+
+
+for model_name, name in [
+    ("qwen3_moe", "Qwen3-30B-A3B"),
+    ("qwen3_moe", "Qwen3-235B-A22B"),
+    ("mixtral", "Mixtral-8x7B-v0.1"),
+    ("mixtral", "Mixtral-8x22B-v0.1"),
+]:
+    total, active = parameters(model_name, name)
+    fp32, int4 = (
+        total * BYTES_PER_WEIGHT[p] / 2**30 for p in ("fp32", "int4-block32")
+    )
+    print(
+        f"{name:19} {total / 1e9:5.1f}B parameters, {active / 1e9:4.1f}B"
+        f" active, {fp32:4.0f} GiB fp32, {int4:3.0f} GiB int4-block32"
+    )
+# --8<-- [end:sizes]
