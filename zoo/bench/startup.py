@@ -1,7 +1,8 @@
 """`python -m zoo.bench.startup [--before COMMIT] [--record DIR]`: how long `zoo generate`
-takes from the command line to its answer on a tiny asset (4 new tokens), whole process,
-and whether it imported torch; `--before COMMIT` measures that commit of the zoo (a git
-worktree of it, run with this interpreter) in the same run, in turn with this checkout.
+takes from the command line to its answer on a tiny asset (4 new tokens), whole process
+(wall seconds; peak RSS from GNU time, `/usr/bin/time`), and whether it imported torch.
+`--before COMMIT` measures that commit of the zoo too (a git worktree of it, run with this
+interpreter), in turn with this checkout.
 
 Not a test: a number of this machine, recorded in `docs/records/bench-startup.json`.
 """
@@ -22,18 +23,20 @@ COMMAND = ["generate", "{asset}", "--prompt-ids", "2,17,33", "--max-new-tokens",
 
 
 def one_run(source: Path, asset: Path) -> dict:
-    """Run `python -m zoo generate` with the zoo of `source`: wall seconds, peak RSS."""
+    """Run `python -m zoo generate` with the zoo of `source`: wall seconds, and the peak
+    RSS that GNU time reports (this process's own rusage would count the pages a forked
+    child shares with it before exec)."""
     command = [sys.executable, "-m", "zoo", *(a.format(asset=asset) for a in COMMAND)]
     env = {**os.environ, "PYTHONPATH": str(source)}
-    started = time.perf_counter()
-    process = subprocess.Popen(
-        command, cwd=source, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
-    )
-    _, status, usage = os.wait4(process.pid, 0)
-    seconds = time.perf_counter() - started
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise RuntimeError(f"{' '.join(command)} failed: {process.stderr.read().decode()[-800:]}")
-    return {"seconds": seconds, "peak MB": usage.ru_maxrss / 1024}
+    with tempfile.NamedTemporaryFile("r") as peak:
+        timed = ["/usr/bin/time", "-f", "%M", "-o", peak.name, *command]
+        started = time.perf_counter()
+        done = subprocess.run(timed, cwd=source, env=env, capture_output=True, text=True)
+        seconds = time.perf_counter() - started
+        if done.returncode != 0:
+            raise RuntimeError(f"{' '.join(command)} failed: {done.stderr[-800:]}")
+        kilobytes = int(peak.read().split()[-1])
+    return {"seconds": seconds, "peak MB": kilobytes / 1024}
 
 
 def imports_torch(source: Path, asset: Path) -> bool:
@@ -41,7 +44,7 @@ def imports_torch(source: Path, asset: Path) -> bool:
     command += [a.format(asset=asset) for a in COMMAND]
     env = {**os.environ, "PYTHONPATH": str(source)}
     done = subprocess.run(command, cwd=source, env=env, capture_output=True, text=True)
-    return any(line.rstrip().endswith("| torch") for line in done.stderr.splitlines())
+    return any(line.split("|")[-1].strip() == "torch" for line in done.stderr.splitlines())
 
 
 def measure(sources: dict[str, Path], asset: Path, runs: int) -> list[dict]:

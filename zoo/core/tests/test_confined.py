@@ -63,3 +63,13 @@ def test_a_checkpoint_inside_the_output_is_never_overwritten(made, tmp_path):
     with pytest.raises(ValueError, match="is inside .*write it elsewhere"):
         plan_export(output / "mycheckpoint", output, overwrite=True)
     assert (output / "mycheckpoint" / "model.safetensors").is_file()
+
+
+def test_an_asset_of_an_older_zoo_is_named_as_such(made, tmp_path):
+    _, _, asset = made
+    older = shutil.copytree(asset, tmp_path / "older.aimodel")
+    metadata = json.loads((older / "metadata.json").read_text())
+    del metadata["creatorDefinedMetadata"]["zoo"]["sha256"]
+    (older / "metadata.json").write_text(json.dumps(metadata))
+    with pytest.raises(AssetError, match="exported by an older zoo .* export it again"):
+        verify_asset(older)
