@@ -244,6 +244,10 @@ def _fetch_once(
                 with replacing_directory(directory, overwrite=True) as fresh:
                     record = build(Path(work), fresh)
                     record["fetched"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+                    # each file's size: a truncated file is fetched again, not trusted
+                    record["sizes"] = {
+                        p.name: p.stat().st_size for p in sorted(fresh.iterdir()) if p.is_file()
+                    }
                     (fresh / "FETCHED.json").write_text(json.dumps(record, indent=2) + "\n")
     return directory
 
@@ -256,6 +260,12 @@ def _fetched(directory: Path, model: RealModel | RealText) -> bool:
     kept = model.files if isinstance(model, RealText) else ("model.safetensors",)
     if isinstance(model, RealModel):  # the GGUF file is kept beside its conversion
         kept = (*kept, str(record.get("gguf")))
+    sizes = record.get("sizes")
+    if not isinstance(sizes, dict) or any(
+        not (directory / name).is_file() or (directory / name).stat().st_size != size
+        for name, size in sizes.items()
+    ):
+        return False  # truncated, removed, or fetched before sizes were kept
     return record.get("sha256") == model.sha256 and all(
         (directory / Path(name).name).is_file() for name in kept
     )

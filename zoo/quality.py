@@ -327,6 +327,16 @@ def main(argv: list[str] | None = None, prog: str = "python -m zoo.quality") -> 
     args = parser.parse_args(argv)
     from zoo.core.compress import PRESETS as KNOWN
 
+    if args.record:  # refused now, not after minutes of scoring
+        import os
+
+        record = Path(args.record)
+        try:
+            record.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            parser.error(f"--record {record}: cannot make that folder ({error.strerror})")
+        if not os.access(record, os.W_OK):
+            parser.error(f"--record {record}: not a writable folder")
     presets = [p.strip() for p in args.presets.split(",") if p.strip()]
     unknown = [p for p in presets if p not in (*KNOWN, "mixed")]
     if unknown or not presets:

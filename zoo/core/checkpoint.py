@@ -251,6 +251,13 @@ POSITIVE_FIELDS = {
     "rms_norm_eps",
     "rope_theta",
     "query_pre_attn_scalar",
+    # a cap of 0 divides by zero in transformers (NaN logits); null means no cap
+    "final_logit_softcapping",
+    "attn_logit_softcapping",
+    "moe_intermediate_size",
+    "num_experts",
+    "num_local_experts",
+    "num_experts_per_tok",
 }
 
 

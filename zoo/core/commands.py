@@ -102,9 +102,44 @@ def export_engine_command(args, entry: str | None, checkpoint: Path) -> int:
     return 0
 
 
+class Interruption:
+    """Ctrl-C during `generate`, noted and acted on between runtime calls: an exception
+    raised while the runtime computes aborts the process from native code (exit 134, "C++
+    exception handling detected"), so the handler only notes it and `check` raises
+    KeyboardInterrupt (exit 130) once the call has returned."""
+
+    def __enter__(self) -> Interruption:
+        import signal
+        import threading
+
+        self.asked, self.previous = False, None
+        if threading.current_thread() is threading.main_thread():  # where signals land
+            self.previous = signal.signal(signal.SIGINT, self._note)
+        return self
+
+    def _note(self, *_) -> None:
+        self.asked = True
+
+    def check(self) -> None:
+        if self.asked:
+            raise KeyboardInterrupt
+
+    def __exit__(self, *exc) -> None:
+        import signal
+
+        if self.previous is not None:
+            signal.signal(signal.SIGINT, self.previous)
+
+
 def generate_command(args) -> int:
     """`generate`: the prompt through the asset's tokenizer (or ids), then the answer,
-    token by token, on stdout; everything else on stderr."""
+    token by token, on stdout; everything else on stderr. Ctrl-C stops it between runtime
+    calls (`Interruption`)."""
+    with Interruption() as interruption:
+        return _generate_command(args, interruption)
+
+
+def _generate_command(args, interruption: Interruption) -> int:
     from zoo.core.request import GenerationRequest
     from zoo.core.spec import DecodeSpec
     from zoo.core.text import encode_prompt, is_bundle, load_tokenizer, tokenizer_path
@@ -125,10 +160,11 @@ def generate_command(args) -> int:
     )
     if spec is not None:
         request = request.fitted(spec)  # refused here, before the model loads
-    return _generate(args, request, tokenizer, bundle)
+    interruption.check()
+    return _generate(args, request, tokenizer, bundle, interruption)
 
 
-def _generate(args, request, tokenizer, bundle: bool) -> int:
+def _generate(args, request, tokenizer, bundle: bool, interruption: Interruption) -> int:
     from zoo.core.quiet import runtime_chatter_hidden
     from zoo.core.runtime import default_compute_unit
 
@@ -144,6 +180,7 @@ def _generate(args, request, tokenizer, bundle: bool) -> int:
 
             runner = Generator(args.asset, args.compute_unit)
     with runner as generator:
+        interruption.check()
         say(
             f"loaded in {time.perf_counter() - started:.1f} s (weights "
             f"{generator.spec.compression}); {len(request.prompt_ids)} prompt tokens"
@@ -155,6 +192,7 @@ def _generate(args, request, tokenizer, bundle: bool) -> int:
             # Decode everything so far and print what is new: token-by-token decoding loses
             # the spaces that tokenizers attach to the next piece.
             nonlocal printed
+            interruption.check()  # between two runtime calls
             shown.append(token)
             if tokenizer is None:
                 print(token, end=" ", flush=True)

@@ -89,6 +89,20 @@ class Preset:
                 bits += module.weight.numel() * self.weight_bits(name, module)
         return bits / total
 
+    def check_range(self, model: nn.Module) -> None:
+        """fp16 holds magnitudes up to 65,504: a weight past it would become inf, and the
+        asset decode nonsense. Refused, naming the tensor, before the conversion."""
+        if self.name != "fp16":
+            return
+        for name, tensor in [*model.named_parameters(), *model.named_buffers()]:
+            if tensor.is_floating_point() and tensor.numel():
+                peak = float(tensor.detach().abs().max())
+                if peak > torch.finfo(torch.float16).max:
+                    raise ValueError(
+                        f"--compress fp16: {name} holds {peak:.4g}, past fp16's largest "
+                        "value (65504); export with fp32, int8 or int4-block32"
+                    )
+
     def check_units(self, model: nn.Module) -> None:
         """Every unit a mixed preset names is a module of `model` (a typo would store the
         whole model 4-bit without a word)."""

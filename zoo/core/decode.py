@@ -298,6 +298,7 @@ def write_asset(model: torch.nn.Module, plan) -> Path:
         for module in model.modules():
             if isinstance(module, MixtureOfExperts):
                 module.stack()
+    preset.check_range(model)
     apply_layout(model, plan.weights, plan.keys)  # the projections left as nn.Linear
     spec = decode_spec(model, plan.chunk, source.name if source is not None else None)
     spec = replace(

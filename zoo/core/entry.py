@@ -17,9 +17,10 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from zoo.core.checkpoint import CheckpointError
 from zoo.core.contract import Decoder, members
 from zoo.core.sidecar import SidecarSource
-from zoo.core.weights import build_and_load, find_tensor
+from zoo.core.weights import build_and_load, find_tensor, stored_layers
 
 # Where transformers puts a text decoder's tensors: the multimodal layouts (transformers 5,
 # then Gemma 3's as released and as transformers still writes it), then text-only.
@@ -97,6 +98,13 @@ class ModelEntry:
 
         config = self.config.from_checkpoint(directory)
         check_capacity(capacity)
+        layers = stored_layers(directory, self.checkpoint_name)
+        if layers and layers != set(range(config.num_hidden_layers)):
+            raise CheckpointError(
+                f"{directory}/config.json says num_hidden_layers={config.num_hidden_layers}, "
+                f"the weights hold {len(layers)} layers ({min(layers)} to {max(layers)}): "
+                "does config.json belong to these weights?"
+            )
         strategy = get_strategy(strategy) if isinstance(strategy, str) else strategy
 
         def build() -> nn.Module:

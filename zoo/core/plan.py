@@ -125,6 +125,10 @@ def plan_export(
     checkpoint = Path(checkpoint)
     found = get_entry(entry) if entry else entry_for_checkpoint(checkpoint)
     config = found.config.from_checkpoint(checkpoint)  # refuses a bad config, naming the field
+    if (checkpoint / "tokenizer.json").exists():  # copied into the asset: it must load
+        from zoo.core.text import load_tokenizer
+
+        load_tokenizer(checkpoint / "tokenizer.json")
     plan = _resolve(
         found,
         checkpoint,

@@ -40,7 +40,52 @@ def rope_parameters(
         raise UnsupportedConfig(
             f"RoPE type {rope['rope_type']!r} is not implemented (this entry has {types})"
         )
+    check_rope_numbers(rope)
     return rope
+
+
+# the numbers of a `rope_parameters` dict that must be finite and above zero (a factor of 0
+# or a NaN theta exports fine and decodes nonsense)
+POSITIVE_ROPE_NUMBERS = (
+    "rope_theta",
+    "factor",
+    "low_freq_factor",
+    "high_freq_factor",
+    "original_max_position_embeddings",
+    "partial_rotary_factor",
+    "attention_factor",
+)
+
+
+def check_rope_numbers(rope: dict, where: str = "rope_parameters") -> None:
+    """Refuse a RoPE number that cannot be right, naming it: checked wherever a config
+    spells RoPE (the top level, `rope_scaling`, `rope_parameters` per layer type)."""
+    for key in POSITIVE_ROPE_NUMBERS:
+        value = rope.get(key)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ValueError(f"config.json: {where} {key}={value!r} (expected a number)")
+        if not (math.isfinite(value) and value > 0):
+            raise ValueError(f"config.json: {where} {key}={value!r} (expected a number above 0)")
+    for key in ("short_factor", "long_factor"):
+        values = rope.get(key)
+        if values is not None and not (
+            isinstance(values, list)
+            and all(
+                isinstance(v, int | float)
+                and not isinstance(v, bool)
+                and math.isfinite(v)
+                and v > 0
+                for v in values
+            )
+        ):
+            raise ValueError(f"config.json: {where} {key} must be a list of numbers above 0")
+    low, high = rope.get("low_freq_factor"), rope.get("high_freq_factor")
+    if rope.get("rope_type") == "llama3" and low is not None and high is not None and high <= low:
+        raise ValueError(
+            f"config.json: {where} high_freq_factor={high} must be above low_freq_factor={low}"
+        )
 
 
 def inverse_frequencies(head_dim: int, rope: dict) -> torch.Tensor:

@@ -58,6 +58,8 @@ def tokenizer_path(asset: Path, given: Path | None = None) -> Path:
 def load_tokenizer(path: Path):
     from tokenizers import Tokenizer
 
+    if not Path(path).is_file():  # a FIFO would block the reader, a directory fail later
+        raise ValueError(f"{path} is not a regular file: pass a tokenizer.json")
     try:
         return Tokenizer.from_file(str(path))
     except Exception as error:
@@ -76,8 +78,11 @@ def chat_prompt(directory: Path, user_text: str, system: str | None = None) -> s
     config_path = directory / "tokenizer_config.json"
     config = read_json(config_path) if config_path.exists() else {}
     template = config.get("chat_template")
-    if (directory / "chat_template.jinja").exists():
-        template = (directory / "chat_template.jinja").read_text()
+    jinja = directory / "chat_template.jinja"
+    if jinja.exists() and not jinja.is_file():  # a FIFO would block the reader
+        raise ValueError(f"{jinja} is not a regular file: put the template file there")
+    if jinja.exists():
+        template = jinja.read_text()
     if isinstance(template, list):  # named templates: the default one
         template = {t.get("name"): t.get("template") for t in template}.get("default")
     if not isinstance(template, str):

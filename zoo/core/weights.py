@@ -119,6 +119,22 @@ def check_tensors(
     return found
 
 
+def stored_layers(directory: str | Path, rename: Callable[[str], str | None]) -> set[int]:
+    """The decoder layer numbers the checkpoint holds tensors of (`layers.N.`, our names),
+    from the safetensors headers: a config.json that does not match is refused before a
+    model of its size is built."""
+    import re
+
+    found = set()
+    for path in safetensors_files(directory):
+        with _open_safetensors(path) as tensors:
+            for key in tensors.keys():  # noqa: SIM118 - safe_open is not a Mapping
+                match = re.match(r"layers\.(\d+)\.", rename(key) or "")
+                if match:
+                    found.add(int(match[1]))
+    return found
+
+
 def find_tensor(
     directory: str | Path, rename: Callable[[str], str | None], name: str
 ) -> tuple[Path, str]:
@@ -201,6 +217,12 @@ def replace_module(model: torch.nn.Module, name: str, module: torch.nn.Module) -
 
 def _assign(module: torch.nn.Module, leaf: str, tensor: torch.Tensor) -> None:
     """Put a checkpoint tensor in place of a (meta) parameter, or into a buffer."""
+    target = module._parameters.get(leaf, module._buffers.get(leaf))
+    if target is not None and target.is_floating_point() and not tensor.is_floating_point():
+        raise CheckpointError(
+            f"is stored as {tensor.dtype}, not as floating-point weights ({leaf}): a "
+            "quantized or damaged checkpoint; dequantize it to bf16, fp16 or fp32 first"
+        )
     if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
         raise CheckpointError(f"has NaN or infinite values: the checkpoint is damaged ({leaf})")
     if leaf in module._parameters:

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from zoo.core.checkpoint import DecoderConfig
 from zoo.core.files import UnsupportedConfig
+from zoo.core.rope import check_rope_numbers
 
 # Model types of the Gemma 4 family that this entry does not load, and why.
 REFUSED_MODEL_TYPES = {
@@ -118,6 +119,8 @@ class Gemma4Config(DecoderConfig):
             unsupported.append(f"hidden_activation={self.hidden_activation!r}")
         for layer_type in sorted(set(self.layer_types)):
             rope = self.rope_parameters.get(layer_type)
+            if isinstance(rope, dict):
+                check_rope_numbers(rope, f"rope_parameters[{layer_type!r}]")
             if not isinstance(rope, dict):
                 unsupported.append(f"rope_parameters without {layer_type!r}")
             elif (

@@ -1,0 +1,153 @@
+"""Bad input, one test per class (issue 38): numbers that cannot be right wherever a config
+spells them, weights that are not floating point or that overflow fp16, files that would
+block a reader, a config that does not match its weights (refused in seconds, not after
+building), a fetched file cut short, Ctrl-C during `generate` (exit 130, never an abort)."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+import torch
+from safetensors.torch import load_file, save_file
+
+from zoo import export_model, get_entry
+from zoo.core.checkpoint import CheckpointError
+from zoo.core.plan import plan_export
+from zoo.reference import make_tiny_checkpoint
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    return make_tiny_checkpoint("llama", tmp_path_factory.mktemp("reliability") / "ck")
+
+
+def edited(tiny, tmp_path, **fields):
+    """A copy of the tiny checkpoint with config.json fields changed."""
+    ckpt = shutil.copytree(tiny, tmp_path / "ck")
+    config = json.loads((ckpt / "config.json").read_text())
+    (ckpt / "config.json").write_text(json.dumps({**config, **fields}))
+    return ckpt
+
+
+@pytest.mark.parametrize(
+    "model,fields,named",
+    [
+        ("llama", {"rope_parameters": {"rope_type": "linear", "factor": 0}}, "factor=0"),
+        ("llama", {"rope_parameters": {"rope_type": "default", "rope_theta": -1}}, "rope_theta=-1"),
+        ("llama", {"rope_scaling": {"rope_type": "linear", "factor": math.nan}}, "factor=nan"),
+        ("gemma3", {"rope_local_base_freq": 0}, "rope_theta=0"),
+        ("gemma3", {"final_logit_softcapping": 0.0}, "final_logit_softcapping=0.0"),
+        (
+            "gemma4",
+            {
+                "rope_parameters": {
+                    "sliding_attention": {"rope_type": "default", "rope_theta": -1},
+                    "full_attention": {"rope_type": "default", "rope_theta": 1e6},
+                }
+            },
+            r"rope_parameters\['sliding_attention'\] rope_theta=-1",
+        ),
+        ("qwen3_moe", {"num_experts_per_tok": 0}, "num_experts_per_tok=0"),
+    ],
+)
+def test_a_number_that_cannot_be_right_is_refused_wherever_it_is_spelled(model, fields, named):
+    entry = get_entry(model)
+    config = {"model_type": entry.config.TEXT_TYPE, **entry.tiny.text, **fields}
+    with pytest.raises(ValueError, match=named):
+        entry.config.from_dict(config)
+
+
+def test_weights_stored_as_integers_are_refused_naming_the_tensor(tiny, tmp_path):
+    ckpt = shutil.copytree(tiny, tmp_path / "ck")
+    tensors = load_file(ckpt / "model.safetensors")
+    key = next(k for k in tensors if k.endswith("q_proj.weight"))
+    tensors[key] = (tensors[key] * 100).to(torch.int8)
+    save_file(tensors, ckpt / "model.safetensors")
+    with pytest.raises(CheckpointError, match=f"{key} is stored as torch.int8"):
+        get_entry("llama").load(ckpt, capacity=32)
+
+
+def test_fp16_refuses_a_weight_past_its_range_naming_it(tiny, tmp_path):
+    model = get_entry("llama").load(tiny, capacity=32)
+    with torch.no_grad():
+        model.layers[1].mlp.up_proj.weight[0, 0] = 1e6
+    with pytest.raises(ValueError, match=r"layers\.1\.mlp\.up_proj\.weight holds 1e\+06"):
+        export_model(model, tmp_path / "x.aimodel", compress="fp16")
+    assert not (tmp_path / "x.aimodel").exists()
+
+
+def test_a_broken_tokenizer_is_refused_at_export_not_at_generate(tiny, tmp_path):
+    ckpt = shutil.copytree(tiny, tmp_path / "ck")
+    (ckpt / "tokenizer.json").write_text('{"not": "a tokenizer"')
+    with pytest.raises(ValueError, match="is not a tokenizer.json"):
+        plan_export(ckpt, tmp_path / "x.aimodel")
+
+
+def test_a_config_that_does_not_match_its_weights_is_refused_in_seconds(tiny, tmp_path):
+    ckpt = edited(tiny, tmp_path, num_hidden_layers=100_000)
+    started = time.perf_counter()
+    with pytest.raises(CheckpointError, match="num_hidden_layers=100000, the weights hold 4"):
+        get_entry("llama").load(ckpt, capacity=32)
+    assert time.perf_counter() - started < 10
+
+
+def test_a_fifo_in_place_of_a_file_is_named_not_waited_on(tiny, tmp_path):
+    from zoo.core.text import chat_prompt, load_tokenizer
+
+    os.mkfifo(tmp_path / "tokenizer.json")
+    with pytest.raises(ValueError, match="is not a regular file"):
+        load_tokenizer(tmp_path / "tokenizer.json")
+    os.mkfifo(tmp_path / "chat_template.jinja")
+    with pytest.raises(ValueError, match="is not a regular file"):
+        chat_prompt(tmp_path, "hello")
+
+
+def test_a_fetched_file_cut_short_is_not_taken_as_fetched(tmp_path):
+    from types import SimpleNamespace
+
+    from zoo.fetch import _fetched
+
+    (tmp_path / "model.safetensors").write_bytes(b"x" * 100)
+    record = {"sha256": "abc", "sizes": {"model.safetensors": 100}}
+    (tmp_path / "FETCHED.json").write_text(json.dumps(record))
+    item = SimpleNamespace(name="n", sha256="abc")
+    assert _fetched(tmp_path, item)
+    (tmp_path / "model.safetensors").write_bytes(b"x" * 60)  # truncated
+    assert not _fetched(tmp_path, item)
+
+
+def test_quality_refuses_a_record_folder_it_cannot_write_before_scoring():
+    command = [sys.executable, "-m", "zoo.quality", "smollm2-135m-instruct"]
+    done = subprocess.run(
+        [*command, "--record", "/dev/null/x"], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 2 and "--record /dev/null/x: cannot make that folder" in done.stderr
+
+
+@pytest.fixture(scope="module")
+def long_asset(tiny, tmp_path_factory):
+    """An asset whose context holds 2048 tokens: generating all of them takes seconds."""
+    model = get_entry("llama").load(tiny, capacity=2048)
+    return export_model(model, tmp_path_factory.mktemp("long") / "long.aimodel", chunk=16)
+
+
+def test_ctrl_c_during_generate_exits_130_every_time(long_asset):
+    command = [sys.executable, "-m", "zoo", "generate", str(long_asset), "--prompt-ids", "2,3"]
+    codes = []
+    for attempt in range(10):
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        process.stderr.readline()  # "loading ...": the command has started
+        time.sleep(0.05 * attempt)  # while loading, during prefill, between tokens
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=60)
+        codes.append(process.returncode)
+        assert process.returncode == 130, err.decode()[-1500:]
+    assert codes == [130] * 10
