@@ -12,6 +12,7 @@ import math
 import os
 import shutil
 import tempfile
+from pathlib import Path
 
 from zoo.core.provenance import describe, provenance
 from zoo.core.runtime import COMPUTE_UNIT_ENV, COMPUTE_UNITS, default_compute_unit
@@ -278,6 +279,37 @@ def check_logits_match_transformers(model: str, checkpoint, prompt: list[int]) -
     with torch.no_grad():
         want = reference_model(entry, checkpoint)(torch.tensor([prompt])).logits
     assert (torch_logits(ours, prompt) - want).abs().max().item() < 1e-4
+
+
+def check_window_shorter_than_the_cache(
+    model: str, checkpoint, capacity: int, prompt: list[int], directory
+) -> None:
+    """A sliding window shorter than the cache (and than prompt + new tokens): eager logits
+    and, with both KV strategies, runtime greedy tokens and logits like transformers."""
+    import torch
+
+    from zoo.core.decode import export_model, torch_logits
+    from zoo.core.entry import get_entry
+    from zoo.core.generator import runtime_greedy
+    from zoo.lab.isolate import run_isolated
+    from zoo.reference import greedy_reference_logits
+
+    entry = get_entry(model)
+    reference = reference_model(entry, checkpoint).float()  # released files store bf16
+    with torch.no_grad():
+        want = reference(torch.tensor([prompt])).logits
+    ours = entry.load(checkpoint, "runtime-index", capacity)
+    window = ours.sliding_window
+    assert window is not None and window < len(prompt) < capacity, (window, len(prompt))
+    assert (torch_logits(ours, prompt) - want).abs().max().item() < LOGITS_TOLERANCE
+    tokens, rows = greedy_reference_logits(reference, prompt)
+    for strategy in ("runtime-index", "input-mask-blend"):
+        loaded = entry.load(checkpoint, strategy, capacity)
+        asset = export_model(loaded, Path(directory) / f"window-{strategy}.aimodel", chunk=4)
+        got = run_isolated(runtime_greedy, str(asset), prompt, timeout=300)
+        assert got.ok, got.summary()
+        assert got.result["tokens"] == tokens, (strategy, got.result["tokens"], tokens)
+        assert logits_error(got.result, tokens, rows) < LOGITS_TOLERANCE
 
 
 def check_cli_export_and_generate(model: str, checkpoint, directory) -> None:

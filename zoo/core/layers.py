@@ -45,6 +45,19 @@ def attend(
     return out.reshape(batch, kv_heads, groups, length, dim).reshape(batch, heads, length, dim)
 
 
+def shorter_window(window: int | None, capacity: int) -> int | None:
+    """A sliding window the KV cache outgrows, which every layer that has it must mask; or
+    None: a window at least as long as the cache never cuts (full attention is the same
+    function, as for Phi-4-mini's 262,144)."""
+    return window if window is not None and window < capacity else None
+
+
+def window_mask(step: dict, window: int | None) -> torch.Tensor:
+    """The additive mask a layer attends with: the host's `sliding_mask` (the last `window`
+    keys, `zoo.core.spec.DecodeSpec.host_inputs`) for a sliding layer, else `attn_mask`."""
+    return step["sliding_mask"] if window else step["attn_mask"]
+
+
 class RMSNorm(torch.nn.Module):
     """`x * rsqrt(mean(x^2) + eps) * w`, or `* (1 + w)` with `unit_offset` (Gemma, Qwen3.5:
     weights stored as offsets from one)."""

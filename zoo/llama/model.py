@@ -12,8 +12,9 @@ Llama is the plain pre-norm decoder the other entries are variations of:
   `default`, or `llama3` (Llama 3.1+: long wavelengths stretched by `factor`) from
   `zoo.core.rope`;
 - a SiLU gated MLP; a head tied to the embedding (SmolLM2, Llama 3.2) or its own;
-- Mistral's sliding window: exported only where the cache fits inside it (then every key
-  is in the window, and full attention is exactly what Mistral computes).
+- Mistral's sliding window: each token sees the last `sliding_window` keys; the host
+  passes that mask (`sliding_mask`) when the cache is longer than the window
+  (`zoo.core.layers.shorter_window`), so a 32k cache works with Mistral 7B v0.1's 4096.
 """
 
 from __future__ import annotations
@@ -22,9 +23,8 @@ import torch
 from torch import nn
 
 from zoo.core.cache import KVCache
-from zoo.core.checkpoint import refuse_cache_past
 from zoo.core.kv import KVStrategy
-from zoo.core.layers import DecoderStack, PreNormLayer, RMSNorm
+from zoo.core.layers import DecoderStack, PreNormLayer, RMSNorm, shorter_window, window_mask
 from zoo.core.rope import inverse_frequencies, rope_cos_sin
 from zoo.llama.config import LlamaConfig
 
@@ -42,6 +42,7 @@ class Attention(nn.Module):
         self.o_proj = nn.Linear(self.heads * self.head_dim, hidden, bias=bias)
         inv_freq = inverse_frequencies(self.head_dim, config.rope_parameters)
         self.register_buffer("inv_freq", inv_freq, persistent=False)
+        self.window = shorter_window(getattr(config, "sliding_window", None), capacity)
 
     def forward(self, x, positions, step, states: dict) -> torch.Tensor:
         batch, length, _ = x.shape
@@ -49,7 +50,8 @@ class Attention(nn.Module):
         q = self.q_proj(x).reshape(batch, length, self.heads, self.head_dim)
         k = self.k_proj(x).reshape(batch, length, self.kv_heads, self.head_dim)
         v = self.v_proj(x).reshape(batch, length, self.kv_heads, self.head_dim)
-        out = self.cache.rope_attend(states, q, k, v, cos, sin, step, step["attn_mask"])
+        mask = window_mask(step, self.window)
+        out = self.cache.rope_attend(states, q, k, v, cos, sin, step, mask)
         return self.o_proj(out)
 
 
@@ -67,8 +69,7 @@ class Llama(DecoderStack):
     name = "llama"  # the zoo entry, recorded in the asset's DecodeSpec
 
     def __init__(self, config: LlamaConfig, strategy: KVStrategy, capacity: int) -> None:
-        refuse_cache_past(  # every cached key inside the window: full attention is exact
-            config.sliding_window, capacity, "sliding_window", "this entry attends to every key"
-        )
         norm = RMSNorm(config.hidden_size, config.rms_norm_eps)
         super().__init__(config, strategy, capacity, DecoderLayer, norm, family="Llama")
+        # the host builds a `sliding_mask` of this window (None: the cache fits inside it)
+        self.sliding_window = shorter_window(config.sliding_window, capacity)

@@ -4,7 +4,7 @@ Field names and defaults follow transformers 5.23 `MixtralConfig`: Mistral's att
 (grouped-query, RoPE base 1e6, no biases) and, in every layer, 8 experts of which each
 token takes 2 (`num_local_experts`, `num_experts_per_tok`), their weights renormalised over
 the two. `router_jitter_noise` only acts in training. A `sliding_window` (null in the
-releases) is honoured as zoo.llama honours Mistral's: while the cache fits inside it.
+releases) is masked as zoo.llama masks Mistral's.
 """
 
 from __future__ import annotations

@@ -14,10 +14,9 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from zoo.core.checkpoint import refuse_cache_past
 from zoo.core.experts import MixtureOfExperts
 from zoo.core.kv import KVStrategy
-from zoo.core.layers import DecoderStack, RMSNorm
+from zoo.core.layers import DecoderStack, RMSNorm, shorter_window
 from zoo.llama.model import Attention
 from zoo.mixtral.config import MixtralConfig
 
@@ -52,8 +51,7 @@ class Mixtral(DecoderStack):
     name = "mixtral"  # the zoo entry, recorded in the asset's DecodeSpec
 
     def __init__(self, config: MixtralConfig, strategy: KVStrategy, capacity: int) -> None:
-        refuse_cache_past(  # every cached key inside the window: full attention is exact
-            config.sliding_window, capacity, "sliding_window", "this entry attends to every key"
-        )
         norm = RMSNorm(config.hidden_size, config.rms_norm_eps)
         super().__init__(config, strategy, capacity, DecoderLayer, norm, family="Mixtral")
+        # the host builds a `sliding_mask` of this window (None: the cache fits inside it)
+        self.sliding_window = shorter_window(config.sliding_window, capacity)

@@ -16,8 +16,8 @@ RoPE partial:
   `original_max_position_embeddings` (4096); past it transformers switches every position
   to the long factors. The entry keeps its KV cache within 4096 and computes exactly the
   short regime; a larger cache is refused by name;
-- `sliding_window` (Phi-3-mini-4k: 2047): exported while the cache fits inside it, as for
-  Mistral in `zoo.llama`.
+- `sliding_window` (Phi-3-mini-4k: 2047): each token sees the last 2047 keys; past it the
+  host passes that mask (`sliding_mask`), as for Mistral in `zoo.llama`.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from torch import nn
 from zoo.core.cache import KVCache
 from zoo.core.checkpoint import refuse_cache_past
 from zoo.core.kv import KVStrategy
-from zoo.core.layers import DecoderStack, PreNormLayer, RMSNorm
+from zoo.core.layers import DecoderStack, PreNormLayer, RMSNorm, shorter_window, window_mask
 from zoo.core.rope import attention_scaling, inverse_frequencies, rope_cos_sin
 from zoo.phi3.config import Phi3Config
 
@@ -48,6 +48,7 @@ class Attention(nn.Module):
             "inv_freq", inverse_frequencies(config.rotary_dim, rope), persistent=False
         )
         self.scaling = attention_scaling(rope, config.max_position_embeddings)
+        self.window = shorter_window(config.sliding_window, capacity)
 
     def forward(self, x, positions, step, states: dict) -> torch.Tensor:
         batch, length, _ = x.shape
@@ -58,7 +59,8 @@ class Attention(nn.Module):
         q = q.reshape(batch, length, self.heads, self.head_dim)
         k = k.reshape(batch, length, self.kv_heads, self.head_dim)
         v = v.reshape(batch, length, self.kv_heads, self.head_dim)
-        out = self.cache.rope_attend(states, q, k, v, cos, sin, step, step["attn_mask"])
+        mask = window_mask(step, self.window)
+        out = self.cache.rope_attend(states, q, k, v, cos, sin, step, mask)
         return self.o_proj(out)
 
 
@@ -90,9 +92,6 @@ class Phi3(DecoderStack):
     name = "phi3"  # the zoo entry, recorded in the asset's DecodeSpec
 
     def __init__(self, config: Phi3Config, strategy: KVStrategy, capacity: int) -> None:
-        refuse_cache_past(  # every cached key inside the window: full attention is exact
-            config.sliding_window, capacity, "sliding_window", "this entry attends to every key"
-        )
         if config.rope_parameters["rope_type"] == "longrope":
             refuse_cache_past(
                 config.original_max_position_embeddings,
@@ -102,3 +101,5 @@ class Phi3(DecoderStack):
             )
         norm = RMSNorm(config.hidden_size, config.rms_norm_eps)
         super().__init__(config, strategy, capacity, DecoderLayer, norm, family="Phi-3")
+        # the host builds a `sliding_mask` of this window (None: the cache fits inside it)
+        self.sliding_window = shorter_window(config.sliding_window, capacity)

@@ -33,12 +33,6 @@ REFUSED = {
     "Qwen3.5-35B-A3B": "mixture-of-experts",
     "Qwen3.5-122B-A10B": "mixture-of-experts",
     "Qwen3.5-397B-A17B": "mixture-of-experts",
-    # the tiny window (4) is below the tiny cache (32); the released 4096 exports with a
-    # cache of at most 4096 (docs/zoo/llama.md)
-    "Mistral-7B-v0.1": "sliding_window=4 is smaller than the KV cache",
-    # the same for Phi-3's 4k releases (2047 released; zoo/phi3 tests a window at the cache)
-    "Phi-3-mini-4k-instruct": "sliding_window=4 is smaller than the KV cache",
-    "Phi-3-medium-4k-instruct": "sliding_window=4 is smaller than the KV cache",
 }
 
 

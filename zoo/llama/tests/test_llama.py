@@ -14,7 +14,6 @@ import shutil
 import pytest
 import torch
 
-from zoo.core.decode import torch_logits
 from zoo.core.files import UnsupportedConfig
 from zoo.core.kv import get_strategy
 from zoo.llama import ENTRY, load_llama
@@ -23,6 +22,7 @@ from zoo.testing import (
     check_layout_computes_the_same,
     check_logits_match_transformers,
     check_runtime_greedy,
+    check_window_shorter_than_the_cache,
 )
 
 from .conftest import CHUNK
@@ -98,25 +98,14 @@ def test_attention_spans_decode_like_transformers_and_like_the_whole_context(
     check_layout_computes_the_same(assets, "default", strategy, layout)
 
 
-def test_mistral_sliding_window_exports_while_the_cache_fits_inside_it(tmp_path):
-    """Mistral 7B v0.1 (window 4096) as released, at tiny widths with a window of 16: a
-    cache of 16 tokens computes what transformers' MistralForCausalLM computes (every key
-    is inside the window); a cache of 64 is refused by name, with what to do."""
-    import transformers
-
+def test_mistral_sliding_window_past_the_window_decodes_like_transformers(tmp_path):
+    """Mistral 7B v0.1's config with a window of 5 and a 64-token cache: each token sees
+    the last 5 keys (the host's sliding_mask), exact past the window."""
     from zoo.released import released_configs, scale_down, write_checkpoint
 
     config = scale_down(json.loads(released_configs("llama")["Mistral-7B-v0.1"].read_text()))
-    checkpoint = write_checkpoint({**config, "sliding_window": 16}, tmp_path / "mistral")
-    ours = load_llama(checkpoint, "runtime-index", 16)
-    reference = transformers.AutoModelForCausalLM.from_pretrained(
-        checkpoint, attn_implementation="eager", dtype=torch.float32
-    )  # stored in bf16 as released: both sides compute in fp32
-    with torch.no_grad():
-        want = reference.eval()(torch.tensor([PROMPT])).logits
-    assert (torch_logits(ours, PROMPT) - want).abs().max().item() < 1e-4
-    with pytest.raises(UnsupportedConfig, match="sliding_window=16 .* --capacity 16 or less"):
-        load_llama(checkpoint, "runtime-index", 64)
+    checkpoint = write_checkpoint({**config, "sliding_window": 5}, tmp_path / "mistral")
+    check_window_shorter_than_the_cache("llama", checkpoint, 64, PROMPT, tmp_path)
 
 
 def test_qwen2_biases_are_on_q_k_v_only():

@@ -24,6 +24,7 @@ from zoo.testing import (
     check_layout_computes_the_same,
     check_logits_match_transformers,
     check_runtime_greedy,
+    check_window_shorter_than_the_cache,
 )
 
 from .conftest import CAPACITY, CHUNK
@@ -55,12 +56,18 @@ def test_greedy_tokens_on_the_runtime_match_transformers(checkpoints, assets, va
     check_runtime_greedy("phi3", checkpoints, assets, variant, strategy, PROMPT)
 
 
-def test_a_cache_past_the_window_or_past_longrope_s_short_range_is_refused(checkpoints):
-    """Within them the entry is exact (the greedy test runs at both edges: 64 = 64)."""
-    with pytest.raises(UnsupportedConfig, match="sliding_window=64 is smaller than the KV"):
-        load_phi3(checkpoints["default"], "runtime-index", CAPACITY + 1)
+def test_a_cache_past_longrope_s_short_range_is_refused(checkpoints):
+    """Within it the entry is exact (the greedy test runs at the edge: 64 = 64)."""
     with pytest.raises(UnsupportedConfig, match="original_max_position_embeddings=64 is"):
         load_phi3(checkpoints["phi4-mini"], "runtime-index", CAPACITY + 1)
+
+
+def test_a_sliding_window_shorter_than_the_cache_decodes_like_transformers(checkpoints, tmp_path):
+    """Phi-3-mini-4k's window (2047 of 4096) in small: 5 keys, a 64-token cache."""
+    ckpt = shutil.copytree(checkpoints["default"], tmp_path / "window")
+    config = json.loads((ckpt / "config.json").read_text())
+    (ckpt / "config.json").write_text(json.dumps({**config, "sliding_window": 5}))
+    check_window_shorter_than_the_cache("phi3", ckpt, CAPACITY, PROMPT, tmp_path)
 
 
 def test_unsupported_configs_are_refused_by_name(checkpoints, tmp_path):
