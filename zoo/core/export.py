@@ -191,7 +191,26 @@ def check_destination(
             "--overwrite replaces only those; nothing was replaced, move it or choose "
             "another path"
         )
+    if path.exists():
+        kept = not_written_by_the_zoo(path)
+        if kept:
+            raise FileExistsError(
+                f"{path} holds {', '.join(kept[:3])}{' ...' if len(kept) > 3 else ''}, which "
+                "the zoo did not write there: --overwrite would delete it; move it out first"
+            )
     return path
+
+
+def not_written_by_the_zoo(path: Path) -> list[str]:
+    """What an asset folder holds beside the files its manifest lists (a user's notes)."""
+    try:
+        zoo = json.loads((path / "metadata.json").read_text())["creatorDefinedMetadata"]
+        listed = set(zoo[METADATA_KEY].get("files") or {})
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return []
+    if not listed:  # an asset of a zoo before manifests: nothing to compare with
+        return []
+    return sorted(p.name for p in path.iterdir() if p.name not in listed | {"metadata.json"})
 
 
 def written_by_the_zoo(path: Path) -> bool:

@@ -73,3 +73,15 @@ def test_an_asset_of_an_older_zoo_is_named_as_such(made, tmp_path):
     (older / "metadata.json").write_text(json.dumps(metadata))
     with pytest.raises(AssetError, match="exported by an older zoo .* export it again"):
         verify_asset(older)
+
+
+def test_overwrite_replaces_a_zoo_asset_but_never_a_folder_of_the_user_s_inside_it(made, tmp_path):
+    _, checkpoint, asset = made
+    target = shutil.copytree(asset, tmp_path / "t.aimodel")
+    (target / "my-notes").mkdir()
+    (target / "my-notes" / "todo.txt").write_text("keep me")
+    with pytest.raises(FileExistsError, match="holds my-notes, which the zoo did not write"):
+        plan_export(checkpoint, target, overwrite=True)
+    assert (target / "my-notes" / "todo.txt").read_text() == "keep me"
+    shutil.rmtree(target / "my-notes")
+    assert plan_export(checkpoint, target, overwrite=True).overwrite  # a zoo asset alone

@@ -118,3 +118,11 @@ def test_export_takes_a_hugging_face_id_from_the_local_hub_cache(checkpoints, tm
 def test_options_refuse_digits_other_than_ascii(checkpoints, tmp_path):
     done = zoo("export", checkpoints["default"], tmp_path / "x.aimodel", "--capacity", "٦٤")
     assert done.returncode == 2 and "is not a whole number" in done.stderr
+
+
+def test_a_reader_that_leaves_early_is_no_error():
+    """`zoo list | true`: the reader is gone before the list is printed (broken pipe)."""
+    command = f"{sys.executable} -m zoo list | true"
+    done = subprocess.run(["bash", "-o", "pipefail", "-c", command], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr  # zoo's own exit status (pipefail)
+    assert "Traceback" not in done.stderr and "BrokenPipe" not in done.stderr, done.stderr
