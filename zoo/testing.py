@@ -281,6 +281,28 @@ def check_logits_match_transformers(model: str, checkpoint, prompt: list[int]) -
     assert (torch_logits(ours, prompt) - want).abs().max().item() < 1e-4
 
 
+def check_experts_computed_both_ways(
+    model: str, checkpoints: dict, assets: ExportedAssets, strategy: str, prompt: list[int]
+) -> None:
+    """A mixture of experts exported computing every expert, weighted, decodes like
+    transformers and like the default asset (the chosen experts only, GatherMM)."""
+    check_runtime_greedy(model, checkpoints, assets, "default", strategy, prompt, "all-experts")
+    check_layout_computes_the_same(assets, "default", strategy, "all-experts")
+
+
+def check_compressed_experts_are_all_computed(checkpoint, directory) -> None:
+    """`--compress` resolves `--experts auto` to every expert; chosen-only is refused."""
+    import pytest
+
+    from zoo.core.plan import plan_export
+
+    plan = plan_export(checkpoint, Path(directory) / "c.aimodel", compress="int8")
+    assert plan.experts == "all" and "every expert" in plan.describe()
+    with pytest.raises(ValueError, match="--experts chosen stacks the experts' weights"):
+        plan_export(checkpoint, Path(directory) / "c.aimodel", compress="int8", experts="chosen")
+    assert plan_export(checkpoint, Path(directory) / "d.aimodel").experts == "chosen"
+
+
 def check_window_shorter_than_the_cache(
     model: str, checkpoint, capacity: int, prompt: list[int], directory
 ) -> None:

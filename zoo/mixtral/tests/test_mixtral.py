@@ -18,6 +18,8 @@ from zoo.core.spec import DecodeSpec
 from zoo.mixtral import ENTRY, load_mixtral
 from zoo.testing import (
     check_cli_export_and_generate,
+    check_compressed_experts_are_all_computed,
+    check_experts_computed_both_ways,
     check_layout_computes_the_same,
     check_logits_match_transformers,
     check_runtime_greedy,
@@ -41,10 +43,7 @@ def test_greedy_tokens_on_the_runtime_match_transformers(checkpoints, assets, st
 
 @pytest.mark.parametrize("strategy", ["runtime-index", "input-mask-blend"])
 def test_every_expert_weighted_computes_what_the_chosen_ones_compute(checkpoints, assets, strategy):
-    check_runtime_greedy(
-        "mixtral", checkpoints, assets, "default", strategy, PROMPT, layout="all-experts"
-    )
-    check_layout_computes_the_same(assets, "default", strategy, "all-experts")
+    check_experts_computed_both_ways("mixtral", checkpoints, assets, strategy, PROMPT)
 
 
 @pytest.mark.parametrize("strategy", ["runtime-index", "input-mask-blend"])
@@ -69,15 +68,7 @@ def test_bad_expert_configs_are_refused_by_name(checkpoints, tmp_path):
 
 
 def test_compressed_experts_are_all_computed_and_chosen_is_refused(checkpoints, tmp_path):
-    from zoo.core.plan import plan_export
-
-    plan = plan_export(checkpoints["default"], tmp_path / "c.aimodel", compress="int8")
-    assert plan.experts == "all" and "every expert" in plan.describe()
-    with pytest.raises(ValueError, match="--experts chosen stacks the experts' weights"):
-        plan_export(
-            checkpoints["default"], tmp_path / "c.aimodel", compress="int8", experts="chosen"
-        )
-    assert plan_export(checkpoints["default"], tmp_path / "d.aimodel").experts == "chosen"
+    check_compressed_experts_are_all_computed(checkpoints["default"], tmp_path)
 
 
 def test_cli_export_and_generate(checkpoints, tmp_path):

@@ -19,6 +19,8 @@ from zoo.core.spec import DecodeSpec
 from zoo.qwen3_moe import ENTRY, load_qwen3_moe
 from zoo.testing import (
     check_cli_export_and_generate,
+    check_compressed_experts_are_all_computed,
+    check_experts_computed_both_ways,
     check_layout_computes_the_same,
     check_logits_match_transformers,
     check_runtime_greedy,
@@ -50,10 +52,7 @@ def test_greedy_tokens_on_the_runtime_match_transformers(checkpoints, assets, st
 
 @pytest.mark.parametrize("strategy", ["runtime-index", "input-mask-blend"])
 def test_every_expert_weighted_computes_what_the_chosen_ones_compute(checkpoints, assets, strategy):
-    check_runtime_greedy(
-        "qwen3_moe", checkpoints, assets, "default", strategy, PROMPT, layout="all-experts"
-    )
-    check_layout_computes_the_same(assets, "default", strategy, "all-experts")
+    check_experts_computed_both_ways("qwen3_moe", checkpoints, assets, strategy, PROMPT)
 
 
 @pytest.mark.parametrize("strategy", ["runtime-index", "input-mask-blend"])
@@ -82,15 +81,7 @@ def test_bad_expert_configs_are_refused_by_name(checkpoints, tmp_path):
 
 
 def test_compressed_experts_are_all_computed_and_chosen_is_refused(checkpoints, tmp_path):
-    from zoo.core.plan import plan_export
-
-    plan = plan_export(checkpoints["default"], tmp_path / "c.aimodel", compress="int8")
-    assert plan.experts == "all" and "every expert" in plan.describe()
-    with pytest.raises(ValueError, match="--experts chosen stacks the experts' weights"):
-        plan_export(
-            checkpoints["default"], tmp_path / "c.aimodel", compress="int8", experts="chosen"
-        )
-    assert plan_export(checkpoints["default"], tmp_path / "d.aimodel").experts == "chosen"
+    check_compressed_experts_are_all_computed(checkpoints["default"], tmp_path)
 
 
 def test_cli_export_and_generate(checkpoints, tmp_path):
