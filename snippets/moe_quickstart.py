@@ -78,10 +78,23 @@ assert tokens == expected, (tokens, expected)
 print("mixtral:", tokens, "8/8 identical to transformers")
 # --8<-- [end:mixtral]
 
+# --8<-- [start:gpt_oss]
+# sinks, yarn RoPE, sliding layers (a window of 4) beside full ones; 8 stacked
+# experts with biases and the clamped SwiGLU, 2 per token
+gpt_oss = make_tiny_checkpoint("gpt_oss", "tiny-gpt_oss")
+asset = zoo.export(gpt_oss, "tiny-gpt_oss.aimodel", capacity=64, chunk=4)
+with Generator(asset) as generator:
+    tokens = generator.generate(prompt, max_new_tokens=8, stop_token_ids=[])
+expected = greedy_reference(reference_model("gpt_oss", gpt_oss), prompt)
+assert tokens == expected, (tokens, expected)
+print("gpt_oss:", tokens, "8/8 identical to transformers")
+# --8<-- [end:gpt_oss]
+
 # --8<-- [start:sizes]
 import json
 
 from zoo.core.entry import get_entry
+from zoo.core.experts import MixtureOfExperts
 from zoo.core.kv import get_strategy
 from zoo.core.plan import BYTES_PER_WEIGHT
 from zoo.released import released_configs
@@ -89,19 +102,20 @@ from zoo.released import released_configs
 
 def parameters(model_name: str, name: str) -> tuple[int, int]:
     """All and active-per-token parameters of a released config, counted on
-    the meta device (no memory): the experts a token does not use excluded."""
+    the meta device (no memory): the experts a token does not use excluded,
+    the embedding and the head included."""
     entry = get_entry(model_name)
     raw = json.loads(released_configs(model_name)[name].read_text())
+    raw.pop("quantization_config", None)  # GPT-OSS counted as dequantized
     config = entry.config.from_dict(raw)
     with torch.device("meta"):
         decoder = entry.model(config, get_strategy("runtime-index"), 16)
     total = sum(p.numel() for p in decoder.parameters())
-    idle = sum(
-        p.numel()
+    idle = sum(  # each layer's experts but the top_k a token uses
+        sum(p.numel() for p in m.experts.parameters())
+        * (1 - m.top_k / m.count)
         for m in decoder.modules()
-        if hasattr(m, "experts")
-        for expert in list(m.experts)[m.top_k :]
-        for p in expert.parameters()
+        if isinstance(m, MixtureOfExperts)
     )
     return total, total - idle
 
@@ -109,6 +123,8 @@ def parameters(model_name: str, name: str) -> tuple[int, int]:
 for model_name, name in [
     ("qwen3_moe", "Qwen3-30B-A3B"),
     ("qwen3_moe", "Qwen3-235B-A22B"),
+    ("gpt_oss", "gpt-oss-20b"),
+    ("gpt_oss", "gpt-oss-120b"),
     ("mixtral", "Mixtral-8x7B-v0.1"),
     ("mixtral", "Mixtral-8x22B-v0.1"),
 ]:

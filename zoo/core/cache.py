@@ -59,17 +59,20 @@ class KVCache:
         """The keys and values another layer wrote earlier in the same step."""
         return tuple(self.strategy.read(states[name]) for name in self.names)
 
-    def attend(self, q, keys, values, mask, scale: float | None = None) -> torch.Tensor:
-        return attend(q, keys, values, mask, scale=scale, keys_transposed=self.keys_transposed)
+    def attend(self, q, keys, values, mask, scale=None, sinks=None) -> torch.Tensor:
+        transposed = self.keys_transposed
+        return attend(q, keys, values, mask, scale, keys_transposed=transposed, sinks=sinks)
 
-    def rope_attend(self, states: dict, q, k, v, cos, sin, step: dict, mask, scale=None):
+    def rope_attend(
+        self, states: dict, q, k, v, cos, sin, step: dict, mask, scale=None, sinks=None
+    ):
         """The tail of a plain attention layer: q `[B, T, heads, D]`, k and v `[B, T, KV
         heads, D]`; RoPE on q and k, k and v written into this cache, q attending over it.
         Returns `[B, T, heads * D]`, ready for the output projection."""
         batch, length = q.shape[:2]
         keys = rotate(k.transpose(1, 2), cos, sin)
         keys, values = self.write(states, keys, v.transpose(1, 2), step)
-        out = self.attend(rotate(q.transpose(1, 2), cos, sin), keys, values, mask, scale)
+        out = self.attend(rotate(q.transpose(1, 2), cos, sin), keys, values, mask, scale, sinks)
         return out.transpose(1, 2).reshape(batch, length, -1)
 
 

@@ -84,6 +84,7 @@ class MixtureOfExperts(nn.Module):
         renormalize: bool = True,
         names: tuple[str, str, str] = ("gate_proj", "up_proj", "down_proj"),
         router_name: str = "gate",
+        router_bias: bool = False,
     ) -> None:
         super().__init__()
         if routing not in ROUTINGS:
@@ -92,9 +93,12 @@ class MixtureOfExperts(nn.Module):
             raise ValueError(f"top_k must be 1 to the {experts} experts, got {top_k}")
         self.top_k, self.count, self.activation = top_k, experts, activation
         self.routing, self.renormalize, self.router_name = routing, renormalize, router_name
-        setattr(self, router_name, nn.Linear(hidden, experts, bias=False))
-        self.experts = nn.ModuleList(Expert(hidden, intermediate, names) for _ in range(experts))
+        setattr(self, router_name, nn.Linear(hidden, experts, bias=router_bias))
         self.formulation = "all"
+        self.make_experts(hidden, intermediate, names)
+
+    def make_experts(self, hidden: int, intermediate: int, names: tuple[str, str, str]) -> None:
+        self.experts = nn.ModuleList(Expert(hidden, intermediate, names) for _ in range(self.count))
 
     def route(self, flat: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Each token's `top_k` expert weights and indices `[N, top_k]`, from fp32 logits."""
@@ -151,3 +155,58 @@ class MixtureOfExperts(nn.Module):
         # [1, N, top_k, 1, hidden] weighted and summed over the chosen
         out = (out[0, :, :, 0] * weights[..., None].to(out.dtype)).sum(dim=1)
         return out
+
+
+def clamped_swiglu(gate_up: torch.Tensor, alpha: float, limit: float) -> torch.Tensor:
+    """GPT-OSS's gated unit on interleaved gate and up columns: the gate clamped above at
+    `limit`, the up at +-`limit`, `(up + 1) * gate * sigmoid(alpha * gate)`."""
+    gate, up = gate_up[..., ::2], gate_up[..., 1::2]
+    gate, up = gate.clamp(max=limit), up.clamp(min=-limit, max=limit)
+    return (up + 1) * gate * torch.sigmoid(gate * alpha)
+
+
+class StackedMixtureOfExperts(MixtureOfExperts):
+    """Experts published stacked, each projection with a bias (GPT-OSS, as transformers 5
+    saves it): `experts.gate_up_proj` `[experts, hidden, 2 * intermediate]` (gate and up
+    interleaved), `experts.down_proj` `[experts, intermediate, hidden]`, their biases; the
+    gated unit is `glu(gate_up)`. Already `x @ w` per expert, so the chosen formulation
+    gathers them as they are."""
+
+    def __init__(self, hidden, intermediate, experts, top_k, glu, **options) -> None:
+        self.glu = glu
+        super().__init__(hidden, intermediate, experts, top_k, **options)
+
+    def make_experts(self, hidden: int, intermediate: int, names) -> None:
+        experts, width = self.count, 2 * intermediate
+        self.experts = nn.Module()  # the checkpoint's names: experts.gate_up_proj, ...
+        self.experts.gate_up_proj = nn.Parameter(torch.zeros(experts, hidden, width))
+        self.experts.gate_up_proj_bias = nn.Parameter(torch.zeros(experts, width))
+        self.experts.down_proj = nn.Parameter(torch.zeros(experts, intermediate, hidden))
+        self.experts.down_proj_bias = nn.Parameter(torch.zeros(experts, hidden))
+
+    def _every_expert(self, flat, weights, indices) -> torch.Tensor:
+        e = self.experts
+        chosen = indices[..., None] == torch.arange(self.count, device=flat.device)
+        combine = (chosen.to(weights.dtype) * weights[..., None]).sum(dim=1).to(flat.dtype)
+        gate_up = torch.einsum("nh,ehk->nek", flat, e.gate_up_proj) + e.gate_up_proj_bias
+        out = torch.einsum("nei,eih->neh", self.glu(gate_up), e.down_proj) + e.down_proj_bias
+        return (out * combine[..., None]).sum(dim=1)
+
+    def stack(self) -> None:
+        if self.formulation == "chosen":
+            return
+        from coreai_torch.composite_ops import GatherMM
+
+        self.gather_mm = GatherMM(num_batch_axes=1)
+        self.formulation = "chosen"
+
+    def _chosen_only(self, flat, weights, indices) -> torch.Tensor:
+        e, tokens, width = self.experts, *flat.shape
+        chosen = indices.to(torch.int32)
+        lhs = flat.reshape(1, tokens, 1, 1, width)
+        gate_up = self.gather_mm(lhs, e.gate_up_proj[None], rhs_indices=chosen)[0, :, :, 0]
+        gate_up = gate_up + e.gate_up_proj_bias[chosen]  # [N, top_k, 2 * intermediate]
+        hidden = self.glu(gate_up)[None, :, :, None]
+        out = self.gather_mm(hidden, e.down_proj[None], rhs_indices=chosen)[0, :, :, 0]
+        out = out + e.down_proj_bias[chosen]
+        return (out * weights[..., None].to(out.dtype)).sum(dim=1)

@@ -12,6 +12,7 @@ def attend(
     mask: torch.Tensor | None = None,
     scale: float | None = None,
     keys_transposed: bool = False,
+    sinks: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """Attention written out: `softmax(q k^T * scale + mask) v`, grouped-query.
 
@@ -21,7 +22,9 @@ def attend(
     attention span). Each key head serves `H / kv_heads` query heads: the queries are grouped
     by reshaping instead of repeating the cache, and keys stored transposed are used as they
     are; on the Linux CPU runtime both copies cost more than the attention itself at 2k context
-    (docs/performance.md).
+    (docs/performance.md). `sinks` (`[heads]`, GPT-OSS): a learned logit per head that joins
+    every row's softmax as one more column and is dropped after it, so a head can attend
+    to nothing in particular.
     """
     batch, heads, length, dim = q.shape
     if mask is not None and mask.shape[-1] < v.shape[-2]:
@@ -39,7 +42,13 @@ def attend(
         mask = mask[:, :, None] if mask.dim() == 4 else mask
         scores = scores.reshape(batch, kv_heads, groups, length, -1) + mask
         scores = scores.reshape(batch, kv_heads, groups * length, -1)
-    out = torch.matmul(torch.softmax(scores, dim=-1), v)
+    if sinks is not None:  # one column per row, each query head its own sink
+        column = sinks.reshape(1, kv_heads, groups, 1, 1).expand(batch, -1, -1, length, 1)
+        scores = torch.cat([scores, column.reshape(batch, kv_heads, groups * length, 1)], -1)
+        weights = torch.softmax(scores, dim=-1)[..., :-1]
+    else:
+        weights = torch.softmax(scores, dim=-1)
+    out = torch.matmul(weights, v)
     # Split the groups out before merging heads: with a dynamic query length (the engine
     # contract, zoo.core.engine) torch.export cannot prove the one-step reshape contiguous.
     return out.reshape(batch, kv_heads, groups, length, dim).reshape(batch, heads, length, dim)

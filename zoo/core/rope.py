@@ -2,7 +2,9 @@
 
 Shared by the entries whose RoPE is one of transformers' standard kinds: `default`,
 `linear` (positions divided by `factor`) and `llama3` (long wavelengths divided by
-`factor`, short ones kept, a smooth ramp between); `longrope` (Phi-3.5, Phi-4-mini) for the
+`factor`, short ones kept, a smooth ramp between); `yarn` (GPT-OSS: the same idea with its
+ramp between `beta_fast` and `beta_slow` rotations, and cos and sin scaled by
+`attention_scaling`); `longrope` (Phi-3.5, Phi-4-mini) for the
 entries that name it: its short factors, which transformers uses while a sequence stays
 within `original_max_position_embeddings` (the entry keeps its cache there). Any other kind
 is refused by name. `rotate` rotates the first `cos.shape[-1]` dims of a head and passes
@@ -97,6 +99,20 @@ def inverse_frequencies(head_dim: int, rope: dict) -> torch.Tensor:
         return inv_freq / rope["factor"]
     if kind == "longrope":  # the short factors: the entry keeps its cache where they apply
         return inv_freq / torch.tensor(rope["short_factor"], dtype=torch.float32)
+    if kind == "yarn":  # interpolated where wavelengths are long, kept where short, a ramp
+        factor, original = rope["factor"], rope["original_max_position_embeddings"]
+        base, dim = rope["rope_theta"], head_dim
+        low, high = (
+            dim * math.log(original / (rotations * 2 * math.pi)) / (2 * math.log(base))
+            for rotations in (rope.get("beta_fast") or 32, rope.get("beta_slow") or 1)
+        )
+        if rope.get("truncate", True):
+            low, high = math.floor(low), math.ceil(high)
+        low, high = max(low, 0), min(high, dim - 1)
+        high = high + 0.001 if low == high else high
+        ramp = ((torch.arange(dim // 2, dtype=torch.float32) - low) / (high - low)).clamp(0, 1)
+        kept = 1 - ramp  # 1: extrapolate (the frequency as it is), 0: interpolate (/ factor)
+        return inv_freq / factor * (1 - kept) + inv_freq * kept
     if kind == "llama3":
         factor, low, high = rope["factor"], rope["low_freq_factor"], rope["high_freq_factor"]
         context = rope["original_max_position_embeddings"]
@@ -113,6 +129,17 @@ def attention_scaling(rope: dict, max_position_embeddings: int) -> float:
     """What cos and sin are multiplied by: 1, or longrope's `attention_factor` (by default
     `sqrt(1 + ln(s) / ln(original))` for the context stretch `s` = max / original positions,
     as transformers computes it)."""
+    if rope.get("rope_type") == "yarn":  # 0.1 ln(factor) + 1, or mscale's ratio
+        if rope.get("attention_factor") is not None:
+            return float(rope["attention_factor"])
+
+        def mscale(scale: float, times: float = 1.0) -> float:
+            return 1.0 if scale <= 1 else 0.1 * times * math.log(scale) + 1.0
+
+        factor = rope["factor"]
+        if rope.get("mscale") and rope.get("mscale_all_dim"):
+            return mscale(factor, rope["mscale"]) / mscale(factor, rope["mscale_all_dim"])
+        return mscale(factor)
     if rope.get("rope_type") != "longrope":
         return 1.0
     if rope.get("attention_factor") is not None:

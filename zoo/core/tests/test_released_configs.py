@@ -33,6 +33,9 @@ REFUSED = {
     "Qwen3.5-35B-A3B": "mixture-of-experts",
     "Qwen3.5-122B-A10B": "mixture-of-experts",
     "Qwen3.5-397B-A17B": "mixture-of-experts",
+    # the experts as released are MXFP4; zoo/gpt_oss's tests decode them dequantized
+    "gpt-oss-20b": "experts stored mxfp4",
+    "gpt-oss-120b": "experts stored mxfp4",
 }
 
 
@@ -77,6 +80,7 @@ def test_every_released_size_has_a_fixture():
         assert f"Qwen3-{name}" in names
     for name in ("8x7B-v0.1", "8x7B-Instruct-v0.1", "8x22B-v0.1", "8x22B-Instruct-v0.1"):
         assert f"Mixtral-{name}" in names
+    assert {"gpt-oss-20b", "gpt-oss-120b"} <= names
 
 
 def test_scale_down_keeps_every_key_and_its_spelling():

@@ -1,0 +1,85 @@
+"""GPT-OSS parity with transformers 5.23 on tiny random checkpoints.
+
+Logits of the re-authored torch model vs transformers: max abs error < 1e-4 with attention
+sinks, yarn RoPE, sliding layers (a window of 4, shorter than the prompt) beside full ones,
+and 8 stacked experts with biases and the clamped SwiGLU, 2 per token. Greedy tokens and
+logits on the Core AI runtime: 8/8 like transformers with both KV strategies, computing the
+chosen experts only (GatherMM) or every expert, and as layer ranges.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from zoo.core.files import UnsupportedConfig
+from zoo.core.spec import DecodeSpec
+from zoo.gpt_oss import ENTRY, load_gpt_oss
+from zoo.testing import (
+    check_cli_export_and_generate,
+    check_compressed_experts_are_all_computed,
+    check_experts_computed_both_ways,
+    check_layout_computes_the_same,
+    check_logits_match_transformers,
+    check_runtime_greedy,
+)
+
+from .conftest import CHUNK
+
+PROMPT = [2, 17, 33, 91, 5, 77, 12, 9, 100, 3]
+
+
+@pytest.mark.parametrize("variant", list(ENTRY.tiny.variants))
+def test_logits_match_transformers(checkpoints, variant):
+    check_logits_match_transformers("gpt_oss", checkpoints[variant], PROMPT)
+
+
+@pytest.mark.parametrize("strategy", ["runtime-index", "input-mask-blend"])
+def test_greedy_tokens_on_the_runtime_match_transformers(checkpoints, assets, strategy):
+    assert len(PROMPT) > CHUNK  # the prompt spans prefill chunks and single steps
+    check_runtime_greedy("gpt_oss", checkpoints, assets, "default", strategy, PROMPT)
+
+
+@pytest.mark.parametrize("strategy", ["runtime-index", "input-mask-blend"])
+def test_every_expert_weighted_computes_what_the_chosen_ones_compute(checkpoints, assets, strategy):
+    check_experts_computed_both_ways("gpt_oss", checkpoints, assets, strategy, PROMPT)
+
+
+@pytest.mark.parametrize("strategy", ["runtime-index", "input-mask-blend"])
+def test_layer_ranges_decode_like_transformers_and_like_one_function(checkpoints, assets, strategy):
+    layout = "ranges"
+    check_runtime_greedy("gpt_oss", checkpoints, assets, "default", strategy, PROMPT, layout)
+    check_layout_computes_the_same(assets, "default", strategy, layout)
+    assert len(DecodeSpec.of_asset(assets["default", strategy, layout]).ranges) == 4
+
+
+def test_bad_configs_are_refused_by_name(checkpoints, tmp_path):
+    ckpt = tmp_path / "ckpt"
+    shutil.copytree(checkpoints["default"], ckpt)
+    config = json.loads((ckpt / "config.json").read_text())
+    mxfp4 = {"quant_method": "mxfp4", "modules_to_not_convert": ["model.layers.*.self_attn"]}
+    for change, named in [
+        (dict(num_experts_per_tok=9), "num_experts_per_tok=9 is not 1 to"),
+        (dict(layer_types=["full_attention"]), "layer_types has 1 entries for 4 layers"),
+        (dict(quantization_config=mxfp4), "experts stored mxfp4 .*Mxfp4Config"),
+    ]:
+        (ckpt / "config.json").write_text(json.dumps({**config, **change}))
+        with pytest.raises((ValueError, UnsupportedConfig), match=named):
+            load_gpt_oss(ckpt, capacity=64)
+
+
+def test_sinks_and_the_window_are_read_and_used(checkpoints):
+    ours = load_gpt_oss(checkpoints["default"], capacity=64)
+    kinds = [layer.self_attn.window for layer in ours.layers]
+    assert kinds == [4, None, 4, None] and ours.sliding_window == 4
+    assert ours.layers[0].self_attn.sinks.abs().sum() > 0  # jittered, loaded
+
+
+def test_compressed_experts_are_all_computed_and_chosen_is_refused(checkpoints, tmp_path):
+    check_compressed_experts_are_all_computed(checkpoints["default"], tmp_path)
+
+
+def test_cli_export_and_generate(checkpoints, tmp_path):
+    check_cli_export_and_generate("gpt_oss", checkpoints["default"], tmp_path)
