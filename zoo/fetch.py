@@ -367,7 +367,9 @@ def checkpoint_of_gguf(
     def build(work: Path, fresh: Path) -> dict:
         started = time.perf_counter()
         progress(f"converting {gguf.name} to a float32 checkpoint (once; cached) ...")
-        convert_gguf(gguf, fresh)
+        alone = work / gguf.name  # tokenizer files beside the GGUF would be read instead
+        alone.symlink_to(gguf.resolve())
+        convert_gguf(alone, fresh)
         progress(f"converted in {time.perf_counter() - started:.0f} s")
         return {"name": item.name, "converted from": gguf.name, "sha256": sha256}
 
