@@ -354,14 +354,12 @@ def checkpoint_of_gguf(
     once per file content: `root/gguf/STEM-SHA` (root: the zoo's cache)."""
     from types import SimpleNamespace
 
+    from zoo.core.asset import file_digest
+
     gguf = Path(gguf)
     if not gguf.is_file():
         raise FetchError(f"{gguf} is not a file: name a .gguf file")
-    digest = hashlib.sha256()
-    with open(gguf, "rb") as file:
-        while block := file.read(8 << 20):
-            digest.update(block)
-    sha256 = digest.hexdigest()
+    sha256 = file_digest(gguf)
     item = SimpleNamespace(name=f"{gguf.stem}-{sha256[:12]}", sha256=sha256)
 
     def build(work: Path, fresh: Path) -> dict:

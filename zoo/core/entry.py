@@ -102,8 +102,8 @@ class ModelEntry:
         if layers and layers != set(range(config.num_hidden_layers)):
             raise CheckpointError(
                 f"{directory}/config.json says num_hidden_layers={config.num_hidden_layers}, "
-                f"the weights hold {len(layers)} layers ({min(layers)} to {max(layers)}): "
-                "does config.json belong to these weights?"
+                f"the weights hold {len(layers)} layers ({min(layers)} to {max(layers)}). "
+                "Does config.json belong to these weights?"
             )
         strategy = get_strategy(strategy) if isinstance(strategy, str) else strategy
 
