@@ -115,11 +115,14 @@ class MixtureOfExperts(nn.Module):
             out = self._every_expert(flat, weights, indices)
         return out.reshape(shape)
 
+    def combine(self, weights: torch.Tensor, indices: torch.Tensor) -> torch.Tensor:
+        """`[N, experts]`: each token's weight for every expert, zero for those not chosen
+        (a one-hot sum, not a scatter: no index written from data in the graph)."""
+        chosen = indices[..., None] == torch.arange(self.count, device=indices.device)
+        return (chosen.to(weights.dtype) * weights[..., None]).sum(dim=1)
+
     def _every_expert(self, flat, weights, indices) -> torch.Tensor:
-        # [N, experts]: each token's weight for every expert, zero for those not chosen (a
-        # one-hot sum, not a scatter: no index written from data in the graph)
-        chosen = indices[..., None] == torch.arange(self.count, device=flat.device)
-        combine = (chosen.to(weights.dtype) * weights[..., None]).sum(dim=1).to(flat.dtype)
+        combine = self.combine(weights, indices).to(flat.dtype)
         out = torch.zeros_like(flat)
         for number, expert in enumerate(self.experts):
             out = out + combine[:, number : number + 1] * expert(flat, self.activation)
@@ -185,9 +188,7 @@ class StackedMixtureOfExperts(MixtureOfExperts):
         self.experts.down_proj_bias = nn.Parameter(torch.zeros(experts, hidden))
 
     def _every_expert(self, flat, weights, indices) -> torch.Tensor:
-        e = self.experts
-        chosen = indices[..., None] == torch.arange(self.count, device=flat.device)
-        combine = (chosen.to(weights.dtype) * weights[..., None]).sum(dim=1).to(flat.dtype)
+        e, combine = self.experts, self.combine(weights, indices).to(flat.dtype)
         gate_up = torch.einsum("nh,ehk->nek", flat, e.gate_up_proj) + e.gate_up_proj_bias
         out = torch.einsum("nei,eih->neh", self.glu(gate_up), e.down_proj) + e.down_proj_bias
         return (out * combine[..., None]).sum(dim=1)
