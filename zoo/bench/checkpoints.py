@@ -64,6 +64,10 @@ def write_random_checkpoint(
     shutil.rmtree(directory, ignore_errors=True)
     directory.mkdir(parents=True)
     generator = torch.Generator().manual_seed(seed)
+    from zoo.core.entry import get_entry
+
+    # as published: text-only families under `model.`, the others the multimodal layout's
+    prefix = "model." if get_entry(model).text_only else "model.language_model."
     shard: dict[str, torch.Tensor] = {}
     shards = size = 0
     for name, like in checkpoint_tensors(model, config).items():
@@ -77,7 +81,7 @@ def write_random_checkpoint(
             shards += 1
             save_file(shard, str(directory / _shard_name(shards, None)), {"format": "pt"})
             shard, size = {}, 0  # free the written tensors
-        shard[f"model.language_model.{name}"] = value
+        shard[name if name.startswith("lm_head.") else f"{prefix}{name}"] = value
         size += nbytes
     shards += 1
     save_file(shard, str(directory / _shard_name(shards, None)), {"format": "pt"})

@@ -8,7 +8,7 @@ import json
 import os
 from pathlib import Path
 
-from zoo.core.files import read_json
+from zoo.core.files import inside, read_json
 
 METADATA_KEY = "zoo"  # the asset metadata's section the zoo writes
 
@@ -20,6 +20,17 @@ def decode_capacity(path: Path) -> int | None:
         return int(metadata["creatorDefinedMetadata"]["zoo"]["decode"]["capacity"])
     except (OSError, ValueError, KeyError, TypeError):
         return None
+
+
+def asset_parts(path: Path) -> list[Path]:
+    """The parts of an asset exported range by range (`zoo.core.stream`), in order: each a
+    complete asset of its own inside this one; [] for an asset in one piece."""
+    try:
+        metadata = json.loads((path / "metadata.json").read_text())
+        parts = metadata["creatorDefinedMetadata"][METADATA_KEY].get("parts") or {}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return []
+    return [inside(path, name, f"{path}/metadata.json") for name in parts]
 
 
 def read_metadata(path: str | os.PathLike) -> dict:
@@ -101,6 +112,7 @@ def verify_asset(path: Path, full: bool | None = None) -> None:
             f"differs){hint}"
         )
     full = verify_mode() == "full" if full is None else full
+    parts = zoo.get("parts") or {}
     unlisted = sorted(
         p.name
         for p in path.iterdir()
@@ -117,6 +129,13 @@ def verify_asset(path: Path, full: bool | None = None) -> None:
             raise AssetError(f"{file} has {size} bytes, {recorded['size']} were written{hint}")
         if (full or size <= HASH_LIMIT) and file_digest(file) != recorded["sha256"]:
             raise AssetError(f"{file} was altered since the export (sha256 differs){hint}")
+    for name, digest in parts.items():  # each part: its own manifest, itself recorded here
+        part = inside(path, name, "metadata.json")
+        if not (part / "metadata.json").is_file():
+            raise AssetError(f"{part} is missing{hint}")
+        if file_digest(part / "metadata.json") != digest:
+            raise AssetError(f"{part} is not the part this asset was exported with{hint}")
+        verify_asset(part, full)
 
 
 VERIFY_MODES = ("", "full")

@@ -245,6 +245,14 @@ def add_export_options(parser: argparse.ArgumentParser, entry: str | None) -> No
         "them, weighted (auto: chosen, all when --compress compresses the weights)",
     )
     parser.add_argument(
+        "--stream",
+        default="auto",
+        choices=("auto", "on", "off"),
+        help="export range by range, each layer range read, compressed and written before "
+        "the next (peak memory: the largest range, not the model; auto: when the model "
+        "would not fit in half this machine's memory)",
+    )
+    parser.add_argument(
         "--weights-layout",
         default="auto",
         choices=("auto", *WEIGHT_LAYOUTS),

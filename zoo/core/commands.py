@@ -51,6 +51,7 @@ def export_command(args, entry: str | None, checkpoint: Path | None = None) -> i
         sidecar=args.sidecar,
         experts=args.experts,
         overwrite=args.overwrite,
+        stream=args.stream,
     )
     if args.dry_run:
         print(plan.describe())

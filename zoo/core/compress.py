@@ -95,7 +95,7 @@ class Preset:
         if self.name != "fp16":
             return
         for name, tensor in [*model.named_parameters(), *model.named_buffers()]:
-            if tensor.is_floating_point() and tensor.numel():
+            if tensor.is_floating_point() and tensor.numel() and not tensor.is_meta:
                 peak = float(tensor.detach().abs().max())
                 if peak > torch.finfo(torch.float16).max:
                     raise ValueError(
@@ -130,20 +130,29 @@ class Preset:
         memory-mapped (coreai-opt's `mmap_dir`): they leave this process's memory."""
         if self.weights is None or parametrize.is_parametrized(module):
             return module
+        if any(p.is_meta for p in module.parameters(recurse=False)):
+            return module  # not read: another layer range's (zoo.core.stream)
         _quiet_imports()  # before the first coreai-opt import (in `weights`)
         choice = self.weights(name, module)
         if choice is None:
             return module
         kind, config, _ = choice
-        half = self.scale_dtype != torch.float32 and getattr(module, "bias", None) is None
-        if half:
-            module = module.to(self.scale_dtype)
-        holder = _Holder(module)
-        example = (
-            torch.zeros(1, module.in_features, dtype=module.weight.dtype)
-            if isinstance(module, nn.Linear)
-            else torch.zeros(1, dtype=torch.long)
+        compressed_states = getattr(module, "COMPRESSED", ("weight",))  # StackedExperts: two
+        stacked = compressed_states != ("weight",)
+        half = self.scale_dtype != torch.float32 and (
+            stacked or getattr(module, "bias", None) is None
         )
+        if half:  # the weights only: biases stay in the graph's fp32
+            for state in compressed_states:
+                setattr(module, state, nn.Parameter(getattr(module, state).half(), False))
+        dtype = getattr(module, compressed_states[0]).dtype
+        holder = _Holder(module)
+        if stacked:
+            example = module.example_input(dtype)
+        elif isinstance(module, nn.Linear):
+            example = torch.zeros(1, module.in_features, dtype=dtype)
+        else:
+            example = torch.zeros(1, dtype=torch.long)
         mmap_dir = None if store is None else str(Path(store) / (name or "model"))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # coreai-opt's notes on untested torch versions
@@ -152,8 +161,8 @@ class Preset:
             compressed = compressor.finalize(mmap_dir=mmap_dir).inner.eval()
         if half and not parametrize.is_parametrized(compressed):
             return compressed.float()  # coreai-opt left it alone (e.g. a width not of 32s)
-        if half:  # the graph computes in fp32
-            parametrize.register_parametrization(compressed, "weight", _Float32(), unsafe=True)
+        for state in compressed_states if half else ():  # the graph computes in fp32
+            parametrize.register_parametrization(compressed, state, _Float32(), unsafe=True)
         return compressed
 
     def apply(self, model: nn.Module, store: str | Path | None = None) -> nn.Module:
@@ -223,7 +232,33 @@ def _quiet_imports() -> None:
 
 
 def _projection_or_table(module: nn.Module) -> bool:
-    return isinstance(module, nn.Linear | nn.Embedding)
+    """A weight the presets compress: projections and tables, not a mixture's router."""
+    return isinstance(module, nn.Linear | nn.Embedding) and not getattr(module, "is_router", 0)
+
+
+def _stacked(module: nn.Module) -> bool:
+    """Experts stored stacked `[experts, in, out]` (zoo.core.experts.StackedExperts)."""
+    return hasattr(module, "COMPRESSED")
+
+
+def _stacked_config(dtype: torch.dtype, block: int, asymmetric: bool):
+    """Each stacked expert weight in blocks of `block` inputs (-1: all of them) per expert
+    and output column: what a Linear's per-block (or per-channel) spec is, per expert."""
+    from coreai_opt.quantization import ModuleQuantizerConfig, QuantizationSpec
+    from coreai_opt.quantization.spec import (
+        PerBlockGranularity,
+        QuantizationFormulation,
+        QuantizationScheme,
+    )
+
+    spec = QuantizationSpec(
+        dtype=dtype,
+        qscheme=QuantizationScheme.ASYMMETRIC if asymmetric else QuantizationScheme.SYMMETRIC,
+        qformulation=(QuantizationFormulation.MINVAL if asymmetric else QuantizationFormulation.ZP),
+        granularity=PerBlockGranularity(axis=None, block_size=(1, block, 1)),
+    )
+    states = dict.fromkeys(("gate_up_proj", "down_proj"), spec)
+    return ModuleQuantizerConfig(op_input_spec=None, op_output_spec=None, op_state_spec=states)
 
 
 def _int8(name: str, module: nn.Module) -> Choice | None:
@@ -231,12 +266,16 @@ def _int8(name: str, module: nn.Module) -> Choice | None:
     # 248k-row table is a third of a small model
     from coreai_opt.quantization import ModuleQuantizerConfig
 
+    if _stacked(module):
+        return "quantize", _stacked_config(torch.int8, -1, asymmetric=False), 8
     if not _projection_or_table(module):
         return None
     return "quantize", ModuleQuantizerConfig.presets.w8(), 8
 
 
 def _int4_block32(name: str, module: nn.Module) -> Choice | None:
+    if _stacked(module):
+        return "quantize", _stacked_config(torch.uint4, 32, asymmetric=True), 4
     if not _projection_or_table(module):
         return None
     from coreai_opt.quantization import ModuleQuantizerConfig, QuantizationSpec

@@ -123,6 +123,7 @@ def export_decoder(
     overwrite: bool = False,
     program_pass=None,
     extra_files: dict | None = None,
+    part: int | None = None,
 ) -> Path:
     """Export a zoo decoder (`forward(input_ids, positions, step, states)`) as prefill +
     decode (+ score if `spec.score_chunk`), each a `FlatDecoder` over the same states, with
@@ -132,7 +133,8 @@ def export_decoder(
 
     `program_pass`, if given, rewrites each function's `torch.export` program before the
     conversion (e.g. an fp16 cast). `extra_files` (name -> write(path)) adds files to the
-    asset, listed in its manifest like the program."""
+    asset, listed in its manifest like the program. `part` (a layer range's number) writes
+    only that range's functions: one part of an export range by range (`zoo.core.stream`)."""
     spec.check_exportable()
     spans = [*(spec.spans or []), None]
     functions = [("prefill", spec.chunk, s) for s in spans] + [("decode", 1, None)]
@@ -141,7 +143,9 @@ def export_decoder(
     entries = []
     for kind, length, span in functions:
         names = spec.function_names(kind, span)
-        for name, layers in zip(names, spec.ranges or [None], strict=True):
+        for number, (name, layers) in enumerate(zip(names, spec.ranges or [None], strict=True)):
+            if part is not None and number != part:
+                continue
             module = FlatDecoder(model, spec, kind == "prefill", layers, span)
             inputs, arguments = module.example_inputs(length)
             entry = EntryPoint(
@@ -261,6 +265,10 @@ def run_plan(plan: ExportPlan, progress: Callable[[str], None] | None = None) ->
     module when the preset compresses), then convert and write the asset atomically."""
     from zoo.core.entry import get_entry
 
+    if plan.streamed:
+        from zoo.core.stream import write_streamed
+
+        return write_streamed(plan, progress)
     entry = get_entry(plan.entry)
     options = {entry.sidecar_option: plan.sidecar} if entry.sidecar_option else {}
     model = entry.load(
@@ -281,10 +289,15 @@ def run_plan(plan: ExportPlan, progress: Callable[[str], None] | None = None) ->
     return write_asset(model, plan)
 
 
-def write_asset(model: torch.nn.Module, plan) -> Path:
+def write_asset(
+    model: torch.nn.Module, plan, output: Path | None = None, part: int | None = None
+) -> Path:
     """Write the asset of a checked `zoo.core.plan.ExportPlan` from its loaded `model`:
-    the layout applied, the weights compressed, every function converted, then saved."""
+    the layout applied, the weights compressed, every function converted, then saved.
+    With `part`, only that layer range's functions, from the tensors read for it, into
+    `output` (one part of an export range by range, `zoo.core.stream`)."""
     from zoo.core.compress import get_preset
+    from zoo.core.weights import drop_unread
 
     preset = get_preset(plan.compress)
     source = plan.checkpoint.resolve() if plan.checkpoint is not None else None
@@ -309,13 +322,16 @@ def write_asset(model: torch.nn.Module, plan) -> Path:
         spans=list(plan.spans) if plan.spans else None,
         ranges=[list(r) for r in plan.ranges] if plan.ranges else None,
     )
+    model = preset.apply(model)
+    drop_unread(model)  # (a part: the other ranges' weights were never read)
     return export_decoder(
-        preset.apply(model),
+        model,
         spec,
-        plan.output,
-        overwrite=plan.overwrite,
+        output or plan.output,
+        overwrite=plan.overwrite and output is None,
         program_pass=preset.program_pass,
-        extra_files=copied,
+        extra_files=copied if part is None else {},
+        part=part,
     )
 
 

@@ -77,6 +77,7 @@ class ModelEntry:
         capacity: int = 256,
         compress: str = "fp32",
         progress: Callable[[str], None] | None = None,
+        only: Callable[[str], bool] | None = None,
         **options,
     ) -> nn.Module:
         """A ready-to-export decoder (eval mode, float32) with the checkpoint's weights.
@@ -86,7 +87,9 @@ class ModelEntry:
         it is read and its weights memory-mapped from a temporary directory the model holds
         (`model.weight_store`): loading a bf16 checkpoint never makes a whole-model float32
         copy. Export such a model with the same `compress`. `progress`, if given, is told
-        every quarter of the decoder layers read."""
+        every quarter of the decoder layers read. `only(name)`, if given, picks the tensors
+        read (one layer range of an export larger than memory, `zoo.core.stream`); the
+        others stay on the meta device."""
         import tempfile
 
         from zoo.core.compress import get_preset
@@ -136,7 +139,7 @@ class ModelEntry:
                     progress(f"{compress}: reading layer {int(index) + 1} of {layers}")
                 return preset.compress_module(name, module, store.name)
 
-        model = build_and_load(build, directory, self.checkpoint_name, ignored, loaded)
+        model = build_and_load(build, directory, self.checkpoint_name, ignored, loaded, only)
         model.compression, model.weight_store = preset.name, store
         for name, weight in sidecars.items():  # read from the checkpoint when exported
             file, key = find_tensor(directory, self.checkpoint_name, weight)

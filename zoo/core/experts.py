@@ -93,7 +93,9 @@ class MixtureOfExperts(nn.Module):
             raise ValueError(f"top_k must be 1 to the {experts} experts, got {top_k}")
         self.top_k, self.count, self.activation = top_k, experts, activation
         self.routing, self.renormalize, self.router_name = routing, renormalize, router_name
-        setattr(self, router_name, nn.Linear(hidden, experts, bias=router_bias))
+        router = nn.Linear(hidden, experts, bias=router_bias)
+        router.is_router = True  # kept float32 by every preset (zoo.core.compress): its
+        setattr(self, router_name, router)  # top-k choice is where 4-bit noise flips tokens
         self.formulation = "all"
         self.make_experts(hidden, intermediate, names)
 
@@ -160,6 +162,16 @@ class MixtureOfExperts(nn.Module):
         return out
 
 
+def experts_stored(model: nn.Module) -> str | None:
+    """How a decoder stores its experts: "stacked" as published (`StackedExperts`,
+    compressed stacked), "per-expert" (one module each, stacked for GatherMM after
+    loading), or None: no mixture of experts."""
+    modules = list(model.modules())
+    if any(isinstance(m, StackedExperts) for m in modules):
+        return "stacked"
+    return "per-expert" if any(isinstance(m, MixtureOfExperts) for m in modules) else None
+
+
 def clamped_swiglu(gate_up: torch.Tensor, alpha: float, limit: float) -> torch.Tensor:
     """GPT-OSS's gated unit on interleaved gate and up columns: the gate clamped above at
     `limit`, the up at +-`limit`, `(up + 1) * gate * sigmoid(alpha * gate)`."""
@@ -168,24 +180,45 @@ def clamped_swiglu(gate_up: torch.Tensor, alpha: float, limit: float) -> torch.T
     return (up + 1) * gate * torch.sigmoid(gate * alpha)
 
 
+class StackedExperts(nn.Module):
+    """Experts stored stacked as published, each projection with a bias, under the
+    checkpoint's names: `gate_up_proj` `[experts, hidden, 2 * intermediate]` (gate and up
+    interleaved), `down_proj` `[experts, intermediate, hidden]`, `gate_up_proj_bias`,
+    `down_proj_bias`. Already `x @ w` per expert.
+
+    `forward` runs every expert on `x` without routing. Only the compression calls it:
+    coreai-opt quantizes the weights it sees a matmul consume (`zoo.core.compress`,
+    `COMPRESSED`), blocks of 32 inputs per expert and output column."""
+
+    COMPRESSED = ("gate_up_proj", "down_proj")
+
+    def __init__(self, experts: int, hidden: int, intermediate: int, glu: Callable) -> None:
+        super().__init__()
+        self.glu, width = glu, 2 * intermediate
+        self.gate_up_proj = nn.Parameter(torch.zeros(experts, hidden, width))
+        self.gate_up_proj_bias = nn.Parameter(torch.zeros(experts, width))
+        self.down_proj = nn.Parameter(torch.zeros(experts, intermediate, hidden))
+        self.down_proj_bias = nn.Parameter(torch.zeros(experts, hidden))
+
+    def example_input(self, dtype: torch.dtype) -> torch.Tensor:
+        return torch.zeros(1, 1, self.down_proj.shape[-1], dtype=dtype)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        hidden = self.glu(torch.matmul(x, self.gate_up_proj) + self.gate_up_proj_bias[:, None])
+        return torch.matmul(hidden.to(x.dtype), self.down_proj)  # (the biases may be wider)
+
+
 class StackedMixtureOfExperts(MixtureOfExperts):
     """Experts published stacked, each projection with a bias (GPT-OSS, as transformers 5
-    saves it): `experts.gate_up_proj` `[experts, hidden, 2 * intermediate]` (gate and up
-    interleaved), `experts.down_proj` `[experts, intermediate, hidden]`, their biases; the
-    gated unit is `glu(gate_up)`. Already `x @ w` per expert, so the chosen formulation
-    gathers them as they are."""
+    saves it: `StackedExperts`); the gated unit is `glu(gate_up)`. Already `x @ w` per
+    expert, so the chosen formulation gathers them as they are."""
 
     def __init__(self, hidden, intermediate, experts, top_k, glu, **options) -> None:
         self.glu = glu
         super().__init__(hidden, intermediate, experts, top_k, **options)
 
     def make_experts(self, hidden: int, intermediate: int, names) -> None:
-        experts, width = self.count, 2 * intermediate
-        self.experts = nn.Module()  # the checkpoint's names: experts.gate_up_proj, ...
-        self.experts.gate_up_proj = nn.Parameter(torch.zeros(experts, hidden, width))
-        self.experts.gate_up_proj_bias = nn.Parameter(torch.zeros(experts, width))
-        self.experts.down_proj = nn.Parameter(torch.zeros(experts, intermediate, hidden))
-        self.experts.down_proj_bias = nn.Parameter(torch.zeros(experts, hidden))
+        self.experts = StackedExperts(self.count, hidden, intermediate, self.glu)
 
     def _every_expert(self, flat, weights, indices) -> torch.Tensor:
         e, combine = self.experts, self.combine(weights, indices).to(flat.dtype)

@@ -45,15 +45,18 @@ class ExportPlan:
     experts: str | None = None  # mixtures of experts: "chosen" or "all" (zoo.core.experts)
     score_chunk: int | None = None  # a `score` function of this many tokens (zoo.quality)
     overwrite: bool = False
+    streamed: bool = False  # range by range, one part each (zoo.core.stream)
     parameters: int = 0  # values in the checkpoint's tensors
+    held_parameters: int = 0  # of those, the most held at once (the largest range streamed)
     estimated_bytes: int = 0  # the asset on disk
 
     @property
     def estimated_peak_bytes(self) -> int:
-        """Peak memory of the export, estimated: the decoder held in float32 while the
-        converter holds the program it writes (the asset's size again)."""
-        held = self.parameters * (4 if self.compress in ("fp32", "fp16") else 1.2)
-        return int(held + self.estimated_bytes)
+        """Peak memory of the export, estimated: the weights held in float32 (compressed
+        as read: codes) while the converter holds the program it writes (their size again)."""
+        held = self.held_parameters or self.parameters
+        per_weight = 4 if self.compress in ("fp32", "fp16") else 1.2
+        return int(held * per_weight + self.estimated_bytes * held / max(1, self.parameters))
 
     def describe(self) -> str:
         """The plan as `zoo export --dry-run` prints it."""
@@ -72,6 +75,13 @@ class ExportPlan:
             ("prefill chunk", f"{self.chunk} tokens"),
             ("weights", f"{self.compress}, layout {self.weights}, keys {self.keys}"),
             ("functions", f"prefill + decode, layer ranges: {ranges}"),
+            (
+                "export",
+                f"range by range, one part each (at most {self.held_parameters:,} weights "
+                "held at once)"
+                if self.streamed
+                else "in one piece (the whole model held at once)",
+            ),
             ("spans", ", ".join(map(str, self.spans)) if self.spans else "none"),
             ("parameters", f"{self.parameters:,}"),
             ("asset size", f"about {readable_bytes(self.estimated_bytes)} (estimated)"),
@@ -116,11 +126,16 @@ def plan_export(
     experts: str = "auto",
     score_chunk: int | None = None,
     overwrite: bool = False,
+    stream: str = "auto",
 ) -> ExportPlan:
     """Resolve and check an export of the checkpoint directory `checkpoint` to `output`;
-    reads config.json and the safetensors headers only (milliseconds, no weights)."""
+    reads config.json and the safetensors headers only (milliseconds, no weights).
+
+    `stream`: "on" exports range by range (`zoo.core.stream`: peak memory follows the
+    largest range), "off" in one piece, "auto" range by range when the whole model would
+    not fit in half this machine's memory."""
     from zoo.core.entry import entry_for_checkpoint, get_entry
-    from zoo.core.weights import weight_count
+    from zoo.core.weights import values_per_layer, weight_count
 
     checkpoint = Path(checkpoint)
     found = get_entry(entry) if entry else entry_for_checkpoint(checkpoint)
@@ -144,17 +159,60 @@ def plan_export(
         keys=keys,
         sidecar=sidecar,
         experts=experts,
-        has_experts=config.experts() > 0,
+        experts_stored=_experts_stored(found, config) if config.experts() else None,
         score_chunk=score_chunk,
         overwrite=overwrite,
     )
     parameters = weight_count(checkpoint)
     per_weight = BYTES_PER_WEIGHT.get(plan.compress, OTHER_BYTES_PER_WEIGHT)
     plan = replace(plan, parameters=parameters, estimated_bytes=int(parameters * per_weight))
+    plan = _streamed(plan, found, values_per_layer(checkpoint, found.checkpoint_name), stream)
     from zoo.core.export import check_room
 
     check_room(plan.output, plan.estimated_bytes + (16 << 20))  # before minutes of loading
     return plan
+
+
+# A streamed export's ranges, when not given: as many layers as hold this many float32 bytes
+STREAM_RANGE_BYTES = 2_000_000_000
+
+
+def machine_memory() -> int:
+    """This machine's physical memory in bytes (Linux and macOS)."""
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+def _streamed(plan: ExportPlan, entry, per_layer: dict, stream: str) -> ExportPlan:
+    """The plan range by range (`stream` on, or auto and too big for memory), its ranges
+    chosen by size if not given; `per_layer`: values per layer (None: the rest)."""
+    from zoo.core.stream import streamable
+
+    if stream not in ("auto", "on", "off"):
+        raise ValueError(f"--stream is auto, on or off, got {stream!r}")
+    why_not = streamable(entry)
+    if stream == "on" and why_not:
+        raise ValueError(f"--stream on: {why_not}")
+    if stream == "off" or why_not:
+        return plan
+    if stream == "auto" and plan.estimated_peak_bytes < machine_memory() / 2:
+        return plan
+    from zoo.core.ranges import check_splittable
+
+    check_splittable(entry.model)
+    ranges = plan.ranges
+    if ranges is None:
+        largest = max([per_layer.get(n, 0) for n in range(plan.layers)] or [1]) * 4
+        from zoo.core.ranges import split_layers
+
+        per_range = max(1, STREAM_RANGE_BYTES // max(1, largest))
+        ranges = tuple(tuple(r) for r in split_layers(plan.layers, per_range))
+    rest = per_layer.get(None, 0)
+    held = max(
+        sum(per_layer.get(n, 0) for n in range(start, stop))
+        + (rest if start == 0 or stop == plan.layers else 0)
+        for start, stop in ranges
+    )
+    return replace(plan, streamed=True, ranges=ranges, held_parameters=held)
 
 
 def plan_for_model(model, output: str | os.PathLike, **options) -> ExportPlan:
@@ -174,9 +232,8 @@ def plan_for_model(model, output: str | os.PathLike, **options) -> ExportPlan:
             f"compress={loaded_with!r} (or load it again without compression)"
         )
     options["compress"] = compress
-    from zoo.core.experts import MixtureOfExperts
+    from zoo.core.experts import experts_stored
 
-    has_experts = any(isinstance(m, MixtureOfExperts) for m in model.modules())
     return _resolve(
         get_entry(model.name),
         Path(checkpoint) if checkpoint is not None else None,
@@ -184,9 +241,21 @@ def plan_for_model(model, output: str | os.PathLike, **options) -> ExportPlan:
         len(model.layers),
         strategy=model.strategy.name,
         capacity=model.capacity,
-        has_experts=has_experts,
+        experts_stored=experts_stored(model),
         **options,
     )
+
+
+def _experts_stored(entry, config) -> str | None:
+    """How the decoder of `config` stores its experts (`zoo.core.experts.experts_stored`),
+    from a skeleton on the meta device (no memory, no weights)."""
+    import torch
+
+    from zoo.core.experts import experts_stored
+    from zoo.core.kv import get_strategy
+
+    with torch.device("meta"):
+        return experts_stored(entry.model(config, get_strategy("runtime-index"), 16))
 
 
 def _resolve(
@@ -205,7 +274,7 @@ def _resolve(
     keys: str = "auto",
     sidecar: str = "auto",
     experts: str = "auto",
-    has_experts: bool = False,
+    experts_stored: str | None = None,
     score_chunk: int | None = None,
     overwrite: bool = False,
 ) -> ExportPlan:
@@ -243,9 +312,13 @@ def _resolve(
     wants_sidecar = preset.compresses_weights if sidecar == "auto" else sidecar == "on"
     if experts not in ("auto", "chosen", "all"):
         raise ValueError(f"--experts is auto, chosen or all, got {experts!r}")
-    if experts == "auto":  # chosen only, unless the weights are compressed (not stacked yet)
-        experts = "all" if preset.compresses_weights else "chosen"
-    if experts == "chosen" and preset.compresses_weights and has_experts:
+    # one module per expert (Qwen3 MoE, Mixtral) are stacked for GatherMM after loading,
+    # which compressed weights are not yet; experts published stacked (GPT-OSS) are
+    # compressed stacked
+    stacked_later = experts_stored == "per-expert" and preset.compresses_weights
+    if experts == "auto":
+        experts = "all" if stacked_later else "chosen"
+    if experts == "chosen" and stacked_later:
         raise ValueError(
             f"--experts chosen stacks the experts' weights, which --compress {preset.name} "
             "does not do yet: export with --experts all (every expert, the same numbers)"
@@ -264,7 +337,7 @@ def _resolve(
         ranges=ranges,
         spans=tuple(spans) if spans else None,
         sidecar=wants_sidecar if entry.sidecar_option else None,
-        experts=experts if has_experts else None,
+        experts=experts if experts_stored else None,
         score_chunk=score_chunk,
         overwrite=overwrite,
     )

@@ -28,18 +28,17 @@ from typing import Any
 
 import numpy as np
 from coreai.authoring.asset import AIModelAsset
-from coreai.runtime import NDArray, SpecializationOptions
+from coreai.runtime import NDArray
 
-from zoo.core.asset import decode_capacity, verify_asset
-
-COMPUTE_UNITS = ("auto", "cpu", "gpu", "ane")
-COMPUTE_UNIT_ENV = "ZOO_COMPUTE_UNIT"  # the default when a caller names none
-
-
-def default_compute_unit() -> str:
-    """`$ZOO_COMPUTE_UNIT` (set by `pytest --compute-unit`), else "auto"."""
-    return os.environ.get(COMPUTE_UNIT_ENV) or "auto"
-
+from zoo.core.asset import asset_parts, decode_capacity, verify_asset
+from zoo.core.compute_unit import (  # noqa: F401 - where callers have imported them from
+    COMPUTE_UNIT_ENV,
+    COMPUTE_UNITS,
+    ComputeUnitError,
+    default_compute_unit,
+    os_framework_available,
+    specialization,
+)
 
 _NUMPY_DTYPES = {
     "float32": np.float32,
@@ -54,35 +53,6 @@ _NUMPY_DTYPES = {
 
 class RuntimeInputError(ValueError):
     """Inputs or states do not match what the function declares."""
-
-
-def os_framework_available() -> bool:
-    """True on macOS 27+ with the OS Core AI framework (where compute units exist)."""
-    return SpecializationOptions.is_supported()
-
-
-class ComputeUnitError(ValueError, RuntimeError):
-    """The chosen compute unit does not exist on this platform."""
-
-
-def _specialization(compute_unit: str):
-    if compute_unit not in COMPUTE_UNITS:
-        raise ValueError(f"compute_unit must be one of {COMPUTE_UNITS}, got {compute_unit!r}")
-    if not os_framework_available():
-        if compute_unit in ("auto", "cpu"):
-            return None  # the in-package CPU runtime has no delegates to choose from
-        raise ComputeUnitError(
-            f"compute unit {compute_unit!r} needs macOS 27+ with the OS Core AI framework; "
-            "this platform runs the in-package CPU runtime (use 'cpu' or 'auto')"
-        )
-    from coreai.runtime import ComputeUnitKind
-
-    if compute_unit == "auto":
-        return SpecializationOptions.default()
-    if compute_unit == "cpu":
-        return SpecializationOptions.cpu_only()
-    kind = ComputeUnitKind.gpu() if compute_unit == "gpu" else ComputeUnitKind.neural_engine()
-    return SpecializationOptions.from_preferred_compute_unit_kind(kind)
 
 
 class _LoopThread:
@@ -134,56 +104,62 @@ class Model:
     ...     outputs = step({"x": x}, states)
     """
 
-    def __init__(self, path: Path, compute_unit: str, loop: _LoopThread, context, model) -> None:
+    def __init__(self, path: Path, compute_unit: str, loop: _LoopThread, loaded: list) -> None:
         self.path = path
         self.compute_unit = compute_unit
         self._loop = loop
-        self._context = context  # keeps the compiled artifact (Linux) alive
-        self._model = model
+        # (compiled artifact on Linux, loaded model): one, or one per part of an asset
+        # exported range by range (zoo.core.stream); the artifact keeps the model alive
+        self._loaded = loaded
         self._functions: dict[str, Function] = {}
         _OPEN_MODELS.add(self)
         self.capacity = decode_capacity(path)  # zoo decoders: the KV cache's length
 
     @classmethod
     def load(cls, path: str | os.PathLike, compute_unit: str | None = None) -> Model:
+        """Load an asset (each part of one exported range by range) on `compute_unit`."""
         path = Path(path)
         compute_unit = compute_unit or default_compute_unit()
         verify_asset(path)  # a damaged file would kill the process inside the runtime
-        options = _specialization(compute_unit)
+        options = specialization(compute_unit)
         loop = _LoopThread()
+        loaded: list = []
         try:
-            asset = AIModelAsset.load(path)
-            if options is None:
-                context = asset.executable()
-                model = loop.run(context.__aenter__())
-            else:
-                from coreai.runtime import AIModel
+            for part in asset_parts(path) or [path]:
+                if options is None:
+                    context = AIModelAsset.load(part).executable()
+                    loaded.append((context, loop.run(context.__aenter__())))
+                else:
+                    from coreai.runtime import AIModel
 
-                context = None
-                model = loop.run(AIModel.load(path, options))
+                    loaded.append((None, loop.run(AIModel.load(part, options))))
         except BaseException:
-            loop.stop()
+            if loaded:  # released in order, the loop stopped
+                cls(path, compute_unit, loop, loaded).close()
+            else:
+                loop.stop()
             raise
-        return cls(path, compute_unit, loop, context, model)
+        return cls(path, compute_unit, loop, loaded)
 
     @property
     def function_names(self) -> list[str]:
-        return list(self._model.function_names)
+        return [name for _, model in self._loaded for name in model.function_names]
 
     def function(self, name: str = "main", profiler=None) -> Function:
         """The function `name`; with a `coreai.runtime.Profiler`, a fresh profiled one."""
-        if self._model is None:
+        if not self._loaded:
             raise RuntimeError(f"{self.path} was closed; load it again")
-        if name not in self.function_names:
+        owner = next((m for _, m in self._loaded if name in m.function_names), None)
+        if owner is None:
             raise KeyError(
                 f"{self.path.name} has no function {name!r}; it has {self.function_names}"
             )
         if profiler is not None:
-            profiled = Function(self, name, self._model.load_function(name, profiler=profiler))
+            profiled = Function(self, name, owner.load_function(name, profiler=profiler))
             self._functions[f"{name} (profiled {id(profiler)})"] = profiled  # closed with the rest
             return profiled
         if name not in self._functions:
-            self._functions[name] = Function(self, name, self._model.load_function(name))
+            self._functions[name] = Function(self, name, owner.load_function(name))
         return self._functions[name]
 
     def close(self) -> None:
@@ -193,20 +169,22 @@ class Model:
         compiled artifact they point into, and the process aborts (SIGABRT, "C++ exception
         handling detected but the Swift runtime was compiled with exceptions disabled").
         """
-        if self._model is None:
+        if not self._loaded:
             return
         _OPEN_MODELS.discard(self)
+        loaded, self._loaded = self._loaded, []
         if not self._loop.thread.is_alive() or sys.is_finalizing():
-            self._model = self._context = None  # too late to release in order; never hang
-            return
+            return  # too late to release in order; never hang
         for function in self._functions.values():
             function._function = None
         self._functions.clear()
-        self._model = None
+        contexts = [context for context, _ in loaded]
+        del loaded
         gc.collect()
-        if self._context is not None:
-            self._loop.run(self._context.__aexit__(None, None, None))
-            self._context = None
+        for context in contexts:
+            if context is not None:
+                self._loop.run(context.__aexit__(None, None, None))
+        del contexts
         gc.collect()
         self._loop.stop()
 

@@ -123,16 +123,34 @@ def stored_layers(directory: str | Path, rename: Callable[[str], str | None]) ->
     """The decoder layer numbers the checkpoint holds tensors of (`layers.N.`, our names),
     from the safetensors headers: a config.json that does not match is refused before a
     model of its size is built."""
+    return {layer for layer in values_per_layer(directory, rename) if layer is not None}
+
+
+def layer_of(name: str) -> int | None:
+    """The decoder layer a tensor (our name, `layers.N.…`) belongs to; None: outside them."""
     import re
 
-    found = set()
+    match = re.match(r"layers\.(\d+)\.", name)
+    return int(match[1]) if match else None
+
+
+def values_per_layer(
+    directory: str | Path, rename: Callable[[str], str | None]
+) -> dict[int | None, int]:
+    """How many values the checkpoint's tensors hold per decoder layer (None: the rest,
+    embeddings, final norm and head), from the safetensors headers."""
+    import math
+
+    counts: dict[int | None, int] = {}
     for path in safetensors_files(directory):
         with _open_safetensors(path) as tensors:
             for key in tensors.keys():  # noqa: SIM118 - safe_open is not a Mapping
-                match = re.match(r"layers\.(\d+)\.", rename(key) or "")
-                if match:
-                    found.add(int(match[1]))
-    return found
+                name = rename(key)
+                if name is not None:
+                    layer = layer_of(name)
+                    size = math.prod(tensors.get_slice(key).get_shape())
+                    counts[layer] = counts.get(layer, 0) + size
+    return counts
 
 
 def find_tensor(
@@ -172,6 +190,7 @@ def build_and_load(
     rename: Callable[[str], str | None],
     ignore: Iterable[str] = (),
     loaded: Loaded | None = None,
+    only: Callable[[str], bool] | None = None,
 ) -> torch.nn.Module:
     """`build()` the model with its parameters on the meta device, check that the
     checkpoint's tensors fit (names and shapes from the safetensors headers: a config that
@@ -181,13 +200,17 @@ def build_and_load(
 
     `loaded(name, module)` sees each module as soon as its own tensors are in and returns
     what to keep in its place (e.g. the module compressed, `zoo.core.compress`): so a
-    whole-model float32 copy never exists, only one module's."""
+    whole-model float32 copy never exists, only one module's.
+
+    `only(name)` (our names), if given, picks the tensors to read: the others stay on the
+    meta device (an export range by range, `zoo.core.stream`; `drop_unread` before it)."""
     with parameters_on_meta():
         model = build()
     found = check_tensors(model, directory, rename, ignore)
     owned: dict[str, list[str]] = {}
     for name in found:
-        owned.setdefault(name.rpartition(".")[0], []).append(name)
+        if only is None or only(name):
+            owned.setdefault(name.rpartition(".")[0], []).append(name)
     with contextlib.ExitStack() as files, torch.no_grad():
         handles: dict[Path, object] = {}
         for owner, module in list(model.named_modules()):
@@ -201,10 +224,22 @@ def build_and_load(
                     raise CheckpointError(f"{path}: {key} {error}") from None
             if loaded is not None and owner in owned:
                 replace_module(model, owner, loaded(owner, module))
-    left = [name for name, p in model.named_parameters() if p.device.type == "meta"]
+    left = [
+        name
+        for name, p in model.named_parameters()
+        if p.device.type == "meta" and (only is None or only(name))
+    ]
     if left:
         raise CheckpointError(f"{directory}: no tensors were read for {_listed(left)}")
     return model
+
+
+def drop_unread(model: torch.nn.Module) -> None:
+    """Remove the parameters left on the meta device (those `build_and_load(only=...)` did
+    not read): torch.export then sees only the weights a range computes with."""
+    for module in model.modules():
+        for name in [n for n, p in module._parameters.items() if p is not None and p.is_meta]:
+            del module._parameters[name]
 
 
 def replace_module(model: torch.nn.Module, name: str, module: torch.nn.Module) -> None:

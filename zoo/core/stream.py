@@ -1,0 +1,118 @@
+"""Exports larger than memory: range by range, one part per layer range.
+
+A 20-30B mixture of experts holds 40-120 GB of float32 weights: more than a 16-24 GB machine
+can load, and the converter holds every function's weights until it writes the program
+(`zoo.core.export`). So a streamed export (`zoo export --stream`, `ExportPlan.streamed`)
+builds each layer range of the decoder from that range's tensors only (read lazily from the
+safetensors files, compressed as they are read), converts and writes it as a complete
+asset of its own, frees it, and goes on: peak memory follows the largest range, not the
+model. The first range also reads the embeddings, the last the final norm and head.
+
+The parts sit inside one asset folder, whose metadata.json holds the decode spec, the
+tokenizer files and each part's metadata sha256; `zoo.core.runtime.Model` loads the parts
+together and the host calls their functions in order, as it does the layer ranges of one
+asset (`zoo.core.ranges`). Entries whose ranges share states or lookup tables (Gemma 4's
+KV-shared layers and per-layer embeddings) export in one piece.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import shutil
+from collections.abc import Callable
+from dataclasses import asdict, replace
+from pathlib import Path
+
+from zoo.core.asset import METADATA_KEY, file_digest, section_digest
+from zoo.core.weights import layer_of
+
+PART = "range-{}.aimodel"
+
+
+def streamable(entry) -> str | None:
+    """Why `entry` cannot export range by range, or None if it can."""
+    if entry.sidecar_option or hasattr(entry.model, "read_only_states"):
+        return (
+            f"{entry.title}'s layer ranges share states and lookup tables (KV-shared layers, "
+            "per-layer embeddings): it exports in one piece"
+        )
+    return None
+
+
+def range_tensors(start: int, stop: int, layers: int) -> Callable[[str], bool]:
+    """Which tensors (our names) the range [start, stop) of `layers` computes with: its
+    layers', and the rest (embeddings, final norm, head) for the first and the last."""
+
+    def read(name: str) -> bool:
+        layer = layer_of(name)
+        return start <= layer < stop if layer is not None else start == 0 or stop == layers
+
+    return read
+
+
+def write_streamed(plan, progress: Callable[[str], None] | None = None) -> Path:
+    """Execute a streamed `ExportPlan`: each range loaded, compressed, converted, written
+    and freed in turn, into one asset folder replaced atomically like any other."""
+    from zoo.core.compress import get_preset
+    from zoo.core.decode import decode_spec, write_asset
+    from zoo.core.entry import get_entry
+    from zoo.core.export import _without_none
+    from zoo.core.provenance import provenance
+    from zoo.core.staging import replacing_directory
+    from zoo.core.text import generation_files
+
+    entry = get_entry(plan.entry)
+    source = plan.checkpoint.resolve()
+    parts: dict[str, str] = {}
+    functions: dict = {}
+    with replacing_directory(plan.output, plan.overwrite) as fresh:
+        fresh.mkdir()
+        for number, (start, stop) in enumerate(plan.ranges):
+            if progress:
+                progress(
+                    f"range {number + 1} of {len(plan.ranges)} (layers {start} to {stop - 1}): "
+                    f"reading, {plan.compress}, converting ..."
+                )
+            model = entry.load(
+                source,
+                plan.strategy,
+                plan.capacity,
+                compress=plan.compress,
+                only=range_tensors(start, stop, plan.layers),
+            )
+            name = PART.format(number)
+            part = write_asset(model, plan, fresh / name, part=number)
+            spec = decode_spec(model, plan.chunk, source.name)
+            del model
+            gc.collect()  # this range's weights go before the next range's are read
+            zoo = json.loads((part / "metadata.json").read_text())["creatorDefinedMetadata"]
+            functions.update(zoo[METADATA_KEY]["entry_points"])
+            parts[name] = file_digest(part / "metadata.json")
+        spec = replace(
+            spec,
+            compression=get_preset(plan.compress).name,
+            compression_detail=get_preset(plan.compress).detail,
+            score_chunk=plan.score_chunk,
+            spans=list(plan.spans) if plan.spans else None,
+            ranges=[list(r) for r in plan.ranges],
+        )
+        files = {}
+        for file in generation_files(source):
+            shutil.copyfile(file, fresh / file.name)
+            copied = fresh / file.name
+            files[file.name] = {"size": copied.stat().st_size, "sha256": file_digest(copied)}
+        section = _without_none(
+            {
+                "producer": provenance(),
+                "entry_points": functions,
+                "decode": asdict(spec),
+                "parts": parts,
+                "files": files,
+            }
+        )
+        section = json.loads(json.dumps(section))  # as it will be read
+        section["sha256"] = section_digest(section)
+        metadata = {"creatorDefinedMetadata": {METADATA_KEY: section}}
+        (fresh / "metadata.json").write_text(json.dumps(metadata, indent=2))
+    return plan.output
