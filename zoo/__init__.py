@@ -23,9 +23,9 @@ from zoo.core.quiet import quiet_loggers  # noqa: E402
 quiet_loggers()
 
 _PUBLIC = {
-    "export": "zoo.core.decode",
+    "export": "zoo.core.run",
     "export_model": "zoo.core.decode",
-    "run_plan": "zoo.core.decode",
+    "run_plan": "zoo.core.run",
     "plan_export": "zoo.core.plan",
     "ExportPlan": "zoo.core.plan",
     "load": "zoo.core.entry",

@@ -303,6 +303,40 @@ def check_compressed_experts_are_all_computed(checkpoint, directory) -> None:
     assert plan_export(checkpoint, Path(directory) / "d.aimodel").experts == "chosen"
 
 
+def check_stacked_experts_compressed_stacked(checkpoint, directory, prompt: list[int]) -> None:
+    """Experts published stacked are compressed stacked (`zoo.core.stores`): `--compress`
+    keeps `--experts auto` on the chosen experts; the experts' weights are stored as codes
+    and the router float32; chosen and all decode the same tokens on the runtime."""
+    from torch.nn.utils import parametrize
+
+    from zoo.core.entry import load
+    from zoo.core.experts import StackedExperts
+    from zoo.core.generator import runtime_greedy
+    from zoo.core.plan import plan_export
+    from zoo.core.run import run_plan
+    from zoo.lab.isolate import run_isolated
+
+    directory = Path(directory)
+    model = load(checkpoint, capacity=64, compress="int4-block32")
+    stacked = [m for m in model.modules() if isinstance(m, StackedExperts)]
+    assert stacked and all(
+        parametrize.is_parametrized(m, state) for m in stacked for state in m.COMPRESSED
+    )
+    assert not any(
+        parametrize.is_parametrized(m) for m in model.modules() if hasattr(m, "is_router")
+    )
+    tokens = {}
+    for experts in ("auto", "all"):
+        plan = plan_export(
+            checkpoint, directory / f"{experts}.aimodel", compress="int4-block32", experts=experts
+        )
+        assert plan.experts == ("chosen" if experts == "auto" else "all")
+        got = run_isolated(runtime_greedy, str(run_plan(plan)), prompt, timeout=300)
+        assert got.ok, got.summary()
+        tokens[experts] = got.result["tokens"]
+    assert tokens["auto"] == tokens["all"], tokens
+
+
 def check_window_shorter_than_the_cache(
     model: str, checkpoint, capacity: int, prompt: list[int], directory
 ) -> None:

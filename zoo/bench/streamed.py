@@ -6,8 +6,9 @@
    weights a dequantized checkpoint holds, not MXFP4 blocks).
 2. `zoo export --stream on --compress PRESET` of it in a child process: wall seconds and
    peak RSS (GNU time's maximum resident set of the export process).
-3. A cut of the same model, 2 layers at full width, exported the same way and decoded on
-   the runtime: seconds per prefill chunk and per token.
+3. A cut of the same model, 2 layers at full width, exported the same way (and with the
+   `--cut-compress` presets) and decoded on the runtime in a process of its own: seconds
+   per prefill and per token, peak RSS, or how the process ended.
 
 Not a test (about an hour and ~60 GB of disk for GPT-OSS-20B): a number of this machine,
 recorded in `docs/records/export-streamed.json`.
@@ -24,6 +25,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from zoo.lab.isolate import run_isolated
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -82,8 +85,11 @@ def asset_facts(path: Path) -> dict:
     }
 
 
-def decode_speed(asset: Path, prompt: int = 16, new: int = 8) -> dict:
-    """Prefill a prompt of `prompt` ids, then `new` greedy tokens, timed on the runtime."""
+def timed_decode(asset: str, prompt: int = 16, new: int = 8) -> dict:
+    """Prefill a prompt of `prompt` ids, then `new` greedy tokens, timed on the runtime;
+    with this process's peak RSS (run it in a process of its own: `run_isolated`)."""
+    import resource
+
     from zoo.core.generator import Generator
 
     with Generator(asset) as generator:
@@ -103,6 +109,7 @@ def decode_speed(asset: Path, prompt: int = 16, new: int = 8) -> dict:
         "prefill s": round(prefill, 2),
         "decode s per token (median)": round(steps[len(steps) // 2], 3),
         "new tokens": new,
+        "peak RSS GB": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 1e9, 2),
     }
 
 
@@ -114,18 +121,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--capacity", type=int, default=256)
     parser.add_argument("--workdir", default=os.path.expanduser("~/.cache/coreai-zoo/streamed"))
     parser.add_argument("--record", default=None, help="write export-streamed.json here")
-    parser.add_argument("--keep", action="store_true", help="keep the checkpoint and asset")
+    parser.add_argument(
+        "--cut-compress", nargs="*", default=["int8"], help="presets of the decoded cut"
+    )
+    parser.add_argument("--keep", action="store_true", help="keep the checkpoints and asset")
     args = parser.parse_args(argv)
     from zoo.core.weights import weight_count
 
     work = Path(args.workdir)
-    cut_checkpoint = random_checkpoint(args.model, args.released, work / "cut-checkpoint", 2)
-    say(f"a cut of {args.released} (2 layers at full width): exporting ...")
-    cut_asset = work / "cut.aimodel"
-    cut = {"layers": 2, "parameters": weight_count(cut_checkpoint)}
-    cut |= timed_export(cut_checkpoint, cut_asset, args.compress, args.capacity)
-    cut |= asset_facts(cut_asset) | decode_speed(cut_asset)
-    say(f"cut: {json.dumps(cut)}")
     say(f"writing a random bf16 checkpoint of {args.released} in {work} ...")
     started = time.perf_counter()
     checkpoint = random_checkpoint(args.model, args.released, work / "checkpoint")
@@ -142,14 +145,31 @@ def main(argv: list[str] | None = None) -> int:
     from zoo.core.plan import machine_memory
 
     full["machine memory GB"] = round(machine_memory() / 1e9, 1)
-    results = {"export": full, "cut": cut}
+    say(f"export: {json.dumps(full)}")
+    if not args.keep:
+        shutil.rmtree(asset, ignore_errors=True)
+    cut_checkpoint = random_checkpoint(args.model, args.released, work / "cut-checkpoint", 2)
+    cuts = {}
+    for preset in dict.fromkeys([args.compress, *args.cut_compress]):
+        say(f"a cut of {args.released} (2 layers at full width), {preset}: export, decode ...")
+        cut_asset = work / f"cut-{preset}.aimodel"
+        cut = {"layers": 2, "preset": preset, "parameters": weight_count(cut_checkpoint)}
+        cut |= timed_export(cut_checkpoint, cut_asset, preset, args.capacity)
+        cut |= asset_facts(cut_asset)
+        # in a process of its own: the runtime may be killed (out of memory) or crash
+        decoded = run_isolated(timed_decode, str(cut_asset), timeout=3600)
+        cut["decode"] = decoded.result if decoded.ok else decoded.summary()
+        say(f"cut: {json.dumps(cut)}")
+        cuts[preset] = cut
+        shutil.rmtree(cut_asset, ignore_errors=True)
+    results = {"export": full, "cut": cuts}
     say(json.dumps(results, indent=2))
     if args.record:
         from zoo.site.records import write_record
 
         write_record(args.record, "export-streamed", results)
     if not args.keep:
-        for path in (checkpoint, asset, cut_checkpoint, cut_asset):
+        for path in (checkpoint, cut_checkpoint):
             shutil.rmtree(path, ignore_errors=True)
     return 0
 

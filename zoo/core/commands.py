@@ -29,8 +29,8 @@ def dispatch(args, entry: str | None = None, checkpoint: Path | None = None) -> 
 
 def export_command(args, entry: str | None, checkpoint: Path | None = None) -> int:
     """`export`: plan (every option checked, nothing loaded), then run the plan."""
-    from zoo.core.decode import run_plan
     from zoo.core.plan import plan_export
+    from zoo.core.run import run_plan
 
     checkpoint = Path(args.checkpoint) if checkpoint is None else checkpoint
     if args.target == "apple-engine":

@@ -16,6 +16,11 @@ does to the projections, the embedding table and the LM head:
 |                | (Apple's Gemma 4 preset; Gemma 4's per-layer   | (as Apple's)    | untied      |
 |                | input gate / projection get 256-entry LUTs)    |                 |             |
 
+Experts stored stacked (`zoo.core.experts.StackedExperts`, GPT-OSS) are compressed stacked:
+per expert and output column, blocks of 32 inputs (int4-block32) or all of them (int8). A
+mixture's router stays float32 under every preset. How each module is stored through
+coreai-opt is in `zoo.core.stores`.
+
 A tied head reads the embedding table: compressed with it by int8 and int4-block32. A table
 whose width does not divide into blocks of 32 is left as it is (coreai-opt says so). Weight
 compression keeps `nn.Linear` / `nn.Embedding` modules, so those presets export with the
@@ -34,9 +39,18 @@ import torch
 from torch import nn
 from torch.nn.utils import parametrize
 
-# How one module is stored: ("quantize" | "palettize", a coreai-opt module config, the
-# bits of each weight's code: 8, 4).
-Choice = tuple[str, object, int]
+from zoo.core.stores import (
+    AsFloat32,
+    Choice,
+    Holder,
+    compressor_for,
+    fp16_pass,
+    int4_block32,
+    int8_per_channel,
+    palettize4_groups,
+    projection_or_table,
+    quiet_imports,
+)
 
 
 @dataclass(frozen=True)
@@ -77,14 +91,14 @@ class Preset:
         choice = self.weights(name, module) if self.weights else None
         if choice is not None:
             return choice[2]
-        return 16 if self.program_pass is _fp16_pass else 32
+        return 16 if self.program_pass is fp16_pass else 32
 
     def bits_per_weight(self, model: nn.Module) -> float:
         """Mean code bits over a model's projections and embedding tables (a tied head
         counted once: it is the table)."""
         total = bits = 0
         for name, module in model.named_modules():
-            if name and _projection_or_table(module):
+            if name and projection_or_table(module):
                 total += module.weight.numel()
                 bits += module.weight.numel() * self.weight_bits(name, module)
         return bits / total
@@ -132,7 +146,7 @@ class Preset:
             return module
         if any(p.is_meta for p in module.parameters(recurse=False)):
             return module  # not read: another layer range's (zoo.core.stream)
-        _quiet_imports()  # before the first coreai-opt import (in `weights`)
+        quiet_imports()  # before the first coreai-opt import (in `weights`)
         choice = self.weights(name, module)
         if choice is None:
             return module
@@ -146,7 +160,7 @@ class Preset:
             for state in compressed_states:
                 setattr(module, state, nn.Parameter(getattr(module, state).half(), False))
         dtype = getattr(module, compressed_states[0]).dtype
-        holder = _Holder(module)
+        holder = Holder(module)
         if stacked:
             example = module.example_input(dtype)
         elif isinstance(module, nn.Linear):
@@ -156,13 +170,13 @@ class Preset:
         mmap_dir = None if store is None else str(Path(store) / (name or "model"))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # coreai-opt's notes on untested torch versions
-            compressor = _compressor(kind, config, type(module))(holder)
+            compressor = compressor_for(kind, config, type(module))(holder)
             compressor.prepare(example)
             compressed = compressor.finalize(mmap_dir=mmap_dir).inner.eval()
         if half and not parametrize.is_parametrized(compressed):
             return compressed.float()  # coreai-opt left it alone (e.g. a width not of 32s)
         for state in compressed_states if half else ():  # the graph computes in fp32
-            parametrize.register_parametrization(compressed, state, _Float32(), unsafe=True)
+            parametrize.register_parametrization(compressed, state, AsFloat32(), unsafe=True)
         return compressed
 
     def apply(self, model: nn.Module, store: str | Path | None = None) -> nn.Module:
@@ -173,148 +187,6 @@ class Preset:
             if name:  # a bare nn.Linear is compressed through compress_module itself
                 replace_module(model, name, self.compress_module(name, module, store))
         return model.eval()
-
-
-class _Float32(nn.Module):
-    """The last parametrization of a weight compressed in fp16: the fp32 graph's dtype."""
-
-    def forward(self, weight: torch.Tensor) -> torch.Tensor:
-        return weight.float()
-
-
-class _Holder(nn.Module):
-    """A module alone, as coreai-opt compresses a model: one child to find by type."""
-
-    def __init__(self, inner: nn.Module) -> None:
-        super().__init__()
-        self.inner = inner
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.inner(x)
-
-
-def _compressor(kind: str, config, module_type: type):
-    """A coreai-opt compressor factory: holder -> object with prepare / finalize."""
-    type_name = f"{module_type.__module__}.{module_type.__name__}"
-    if kind == "quantize":
-        from coreai_opt.quantization import ExecutionMode, Quantizer, QuantizerConfig
-
-        quantizer_config = QuantizerConfig(
-            global_config=None,  # only the module named: norms, RoPE, SDPA stay as they are
-            module_type_configs={type_name: config},
-            execution_mode=ExecutionMode.EAGER,
-        )
-        return lambda holder: Quantizer(holder, quantizer_config)
-    import functools
-
-    from coreai_opt.palettization import KMeansPalettizer, KMeansPalettizerConfig
-    from coreai_opt.palettization.kmeans import palettizer
-    from tqdm import tqdm
-
-    # one module at a time: its progress bar (one step) would print once per module; our
-    # load reports progress by layer instead
-    palettizer.tqdm = functools.partial(tqdm, disable=True)
-    palettizer_config = KMeansPalettizerConfig(
-        global_config=None, module_type_configs={type_name: config}
-    )
-    return lambda holder: KMeansPalettizer(holder, palettizer_config)
-
-
-def _quiet_imports() -> None:
-    """torchao (imported by coreai-opt) logs CUDA kernels it cannot load and torch notes on
-    its enums at import: nothing a reader of this CPU build can act on."""
-    import logging
-
-    # coreai_opt: "Disabling palettization for weight 'inner.weight'" names our holder, not
-    # the module; what each preset leaves uncompressed is in docs/guides/compression.md
-    for name in ("torchao", "torch.utils._pytree", "coreai_opt"):
-        logging.getLogger(name).setLevel(logging.ERROR)
-
-
-def _projection_or_table(module: nn.Module) -> bool:
-    """A weight the presets compress: projections and tables, not a mixture's router."""
-    return isinstance(module, nn.Linear | nn.Embedding) and not getattr(module, "is_router", 0)
-
-
-def _stacked(module: nn.Module) -> bool:
-    """Experts stored stacked `[experts, in, out]` (zoo.core.experts.StackedExperts)."""
-    return hasattr(module, "COMPRESSED")
-
-
-def _stacked_config(dtype: torch.dtype, block: int, asymmetric: bool):
-    """Each stacked expert weight in blocks of `block` inputs (-1: all of them) per expert
-    and output column: what a Linear's per-block (or per-channel) spec is, per expert."""
-    from coreai_opt.quantization import ModuleQuantizerConfig, QuantizationSpec
-    from coreai_opt.quantization.spec import (
-        PerBlockGranularity,
-        QuantizationFormulation,
-        QuantizationScheme,
-    )
-
-    spec = QuantizationSpec(
-        dtype=dtype,
-        qscheme=QuantizationScheme.ASYMMETRIC if asymmetric else QuantizationScheme.SYMMETRIC,
-        qformulation=(QuantizationFormulation.MINVAL if asymmetric else QuantizationFormulation.ZP),
-        granularity=PerBlockGranularity(axis=None, block_size=(1, block, 1)),
-    )
-    states = dict.fromkeys(("gate_up_proj", "down_proj"), spec)
-    return ModuleQuantizerConfig(op_input_spec=None, op_output_spec=None, op_state_spec=states)
-
-
-def _int8(name: str, module: nn.Module) -> Choice | None:
-    # the embedding tables too: a tied head reads the same (dequantized) table, and a
-    # 248k-row table is a third of a small model
-    from coreai_opt.quantization import ModuleQuantizerConfig
-
-    if _stacked(module):
-        return "quantize", _stacked_config(torch.int8, -1, asymmetric=False), 8
-    if not _projection_or_table(module):
-        return None
-    return "quantize", ModuleQuantizerConfig.presets.w8(), 8
-
-
-def _int4_block32(name: str, module: nn.Module) -> Choice | None:
-    if _stacked(module):
-        return "quantize", _stacked_config(torch.uint4, 32, asymmetric=True), 4
-    if not _projection_or_table(module):
-        return None
-    from coreai_opt.quantization import ModuleQuantizerConfig, QuantizationSpec
-    from coreai_opt.quantization.spec import (
-        PerBlockGranularity,
-        QuantizationFormulation,
-        QuantizationScheme,
-    )
-
-    weight = QuantizationSpec(
-        dtype=torch.uint4,
-        qscheme=QuantizationScheme.ASYMMETRIC,
-        qformulation=QuantizationFormulation.MINVAL,
-        granularity=PerBlockGranularity(axis=1, block_size=32),
-    )
-    config = ModuleQuantizerConfig(
-        op_input_spec=None, op_output_spec=None, op_state_spec={"weight": weight}
-    )
-    return "quantize", config, 4
-
-
-# Gemma 4's per-layer-embedding gate and projection: 8 bits, as Apple's preset
-EIGHT_BIT_LUT = ("per_layer_input_gate", "per_layer_projection")
-
-
-def _palettize4(name: str, module: nn.Module) -> Choice | None:
-    if not isinstance(module, nn.Linear):  # embedding tables stay fp32, as Apple's preset
-        return None
-    from coreai_opt.palettization import ModuleKMeansPalettizerConfig
-
-    if name.rpartition(".")[2] in EIGHT_BIT_LUT:
-        return "palettize", ModuleKMeansPalettizerConfig.presets.w8(), 8  # per tensor
-    return "palettize", ModuleKMeansPalettizerConfig.presets.w4(group_size=32), 4
-
-
-def _fp16_pass(program):
-    from coreai_opt.casting import cast_fp32_to_fp16
-
-    return cast_fp32_to_fp16(program)
 
 
 # coreai-opt 0.4.0's fp16 cast on a graph with GatedDeltaNet's prefill loop (a `while_loop`):
@@ -335,21 +207,21 @@ PRESETS: dict[str, Preset] = {
         Preset(
             "fp16",
             "fp16 weights and compute (coreai-opt's fp32->fp16 cast)",
-            program_pass=_fp16_pass,
+            program_pass=fp16_pass,
             unsupported=(("qwen3_5", FP16_GATED_DELTA),),
         ),
-        Preset("int8", "int8 weights per output channel (symmetric)", _int8),
+        Preset("int8", "int8 weights per output channel (symmetric)", int8_per_channel),
         Preset(
             "int4-block32",
             "uint4 weights per block of 32 inputs, asymmetric, fp16 scales (Apple's Qwen3.5 "
             "default)",
-            _int4_block32,
+            int4_block32,
             scale_dtype=torch.float16,
         ),
         Preset(
             "palettize4",
             "4-bit LUT per group of 32 output channels (Apple's Gemma 4 default)",
-            _palettize4,
+            palettize4_groups,
         ),
     )
 }
@@ -362,8 +234,8 @@ def mixed(eight_bit: Sequence[str]) -> Preset:
 
     def weights(name: str, module: nn.Module) -> Choice | None:
         if any(_under(name, unit) for unit in units):
-            return _int8(name, module)
-        return _int4_block32(name, module)
+            return int8_per_channel(name, module)
+        return int4_block32(name, module)
 
     listed = ", ".join(units) if units else "nothing"
     return Preset(

@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import os
 import shutil
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -28,7 +28,6 @@ from zoo.core.text import generation_files
 
 if TYPE_CHECKING:
     from zoo.core.compress import Preset
-    from zoo.core.plan import ExportPlan
 
 
 class FlatDecoder(torch.nn.Module):
@@ -249,43 +248,6 @@ def export_model(
         spans=spans,
         experts=experts,
     )
-    return write_asset(model, plan)
-
-
-def export(checkpoint: str | os.PathLike, output: str | os.PathLike, **options) -> Path:
-    """Export a checkpoint folder to an asset: `zoo.core.plan.plan_export` (every option
-    checked before anything loads) then `run_plan`. `options` as `plan_export`'s."""
-    from zoo.core.plan import plan_export
-
-    return run_plan(plan_export(checkpoint, output, **options))
-
-
-def run_plan(plan: ExportPlan, progress: Callable[[str], None] | None = None) -> Path:
-    """Execute a plan made by `plan_export`: load the checkpoint (compressing module by
-    module when the preset compresses), then convert and write the asset atomically."""
-    from zoo.core.entry import get_entry
-
-    if plan.streamed:
-        from zoo.core.stream import write_streamed
-
-        return write_streamed(plan, progress)
-    entry = get_entry(plan.entry)
-    options = {entry.sidecar_option: plan.sidecar} if entry.sidecar_option else {}
-    model = entry.load(
-        plan.checkpoint,
-        plan.strategy,
-        plan.capacity,
-        compress=plan.compress,
-        progress=progress,
-        **options,
-    )
-    if progress and plan.ranges:
-        progress(f"{plan.layers} layers as {len(plan.ranges)} ranges: {list(plan.ranges)}")
-    if progress:
-        progress(
-            f"exporting prefill ({plan.chunk} tokens) + decode to {plan.output} "
-            f"(weights {plan.compress}, layout {plan.weights}, keys {plan.keys}) ..."
-        )
     return write_asset(model, plan)
 
 

@@ -5,7 +5,7 @@ headers (no weights), picks the entry from its `model_type`, resolves the platfo
 defaults (prefill chunk, weights and keys layout), and refuses what cannot be written (the
 destination, the room on disk, the chunk, spans, layer ranges, the preset) with one line
 naming the option. The result is a frozen `ExportPlan`: `zoo export --dry-run` prints it,
-`zoo.core.decode.run_plan` executes it (load -> compress -> convert -> write), and
+`zoo.core.run.run_plan` executes it (load -> compress -> convert -> write), and
 `export_model` (a model already loaded) builds the same plan with `plan_for_model`.
 """
 
@@ -182,11 +182,19 @@ def machine_memory() -> int:
     return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
 
 
+def streamable(entry) -> str | None:
+    """Why `entry` cannot export range by range, or None if it can."""
+    if entry.sidecar_option or hasattr(entry.model, "read_only_states"):
+        return (
+            f"{entry.title}'s layer ranges share states and lookup tables (KV-shared layers, "
+            "per-layer embeddings): it exports in one piece"
+        )
+    return None
+
+
 def _streamed(plan: ExportPlan, entry, per_layer: dict, stream: str) -> ExportPlan:
     """The plan range by range (`stream` on, or auto and too big for memory), its ranges
     chosen by size if not given; `per_layer`: values per layer (None: the rest)."""
-    from zoo.core.stream import streamable
-
     if stream not in ("auto", "on", "off"):
         raise ValueError(f"--stream is auto, on or off, got {stream!r}")
     why_not = streamable(entry)

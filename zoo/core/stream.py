@@ -30,16 +30,6 @@ from zoo.core.weights import layer_of
 PART = "range-{}.aimodel"
 
 
-def streamable(entry) -> str | None:
-    """Why `entry` cannot export range by range, or None if it can."""
-    if entry.sidecar_option or hasattr(entry.model, "read_only_states"):
-        return (
-            f"{entry.title}'s layer ranges share states and lookup tables (KV-shared layers, "
-            "per-layer embeddings): it exports in one piece"
-        )
-    return None
-
-
 def range_tensors(start: int, stop: int, layers: int) -> Callable[[str], bool]:
     """Which tensors (our names) the range [start, stop) of `layers` computes with: its
     layers', and the rest (embeddings, final norm, head) for the first and the last."""

@@ -212,14 +212,16 @@ def test_the_macos_compute_unit_mapping_matches_the_runtime_api(monkeypatch):
         neural_engine = classmethod(lambda cls: "kind:ane")
 
     options = coreai.runtime.SpecializationOptions
-    monkeypatch.setattr(runtime, "os_framework_available", lambda: True)
+    from zoo.core import compute_unit
+
+    monkeypatch.setattr(compute_unit, "os_framework_available", lambda: True)
     monkeypatch.setattr(coreai.runtime, "ComputeUnitKind", Kind, raising=False)
     monkeypatch.setattr(options, "default", classmethod(lambda cls: "default"))
     monkeypatch.setattr(options, "cpu_only", classmethod(lambda cls: "cpu only"))
     monkeypatch.setattr(
         options, "from_preferred_compute_unit_kind", classmethod(lambda cls, k: f"prefer {k}")
     )
-    chosen = {unit: runtime._specialization(unit) for unit in runtime.COMPUTE_UNITS}
+    chosen = {unit: compute_unit.specialization(unit) for unit in runtime.COMPUTE_UNITS}
     assert chosen == {
         "auto": "default",
         "cpu": "cpu only",

@@ -1,0 +1,45 @@
+"""Execute an export plan (`zoo.core.plan`): load -> compress -> convert -> write, in one
+piece (`zoo.core.decode.write_asset`) or range by range (`zoo.core.stream`)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+from zoo.core.decode import write_asset
+from zoo.core.plan import ExportPlan, plan_export
+from zoo.core.stream import write_streamed
+
+
+def export(checkpoint: str | os.PathLike, output: str | os.PathLike, **options) -> Path:
+    """Export a checkpoint folder to an asset: `zoo.core.plan.plan_export` (every option
+    checked before anything loads) then `run_plan`. `options` as `plan_export`'s."""
+    return run_plan(plan_export(checkpoint, output, **options))
+
+
+def run_plan(plan: ExportPlan, progress: Callable[[str], None] | None = None) -> Path:
+    """Execute a plan made by `plan_export`: load the checkpoint (compressing module by
+    module when the preset compresses), then convert and write the asset atomically."""
+    from zoo.core.entry import get_entry
+
+    if plan.streamed:
+        return write_streamed(plan, progress)
+    entry = get_entry(plan.entry)
+    options = {entry.sidecar_option: plan.sidecar} if entry.sidecar_option else {}
+    model = entry.load(
+        plan.checkpoint,
+        plan.strategy,
+        plan.capacity,
+        compress=plan.compress,
+        progress=progress,
+        **options,
+    )
+    if progress and plan.ranges:
+        progress(f"{plan.layers} layers as {len(plan.ranges)} ranges: {list(plan.ranges)}")
+    if progress:
+        progress(
+            f"exporting prefill ({plan.chunk} tokens) + decode to {plan.output} "
+            f"(weights {plan.compress}, layout {plan.weights}, keys {plan.keys}) ..."
+        )
+    return write_asset(model, plan)

@@ -1,0 +1,153 @@
+"""How each module's weight is stored, through coreai-opt: the choice per module of every
+compression preset (`zoo.core.compress.PRESETS`), and the compressor that stores it."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+# How one module is stored: ("quantize" | "palettize", a coreai-opt module config, the
+# bits of each weight's code: 8, 4).
+Choice = tuple[str, object, int]
+
+
+class AsFloat32(nn.Module):
+    """The last parametrization of a weight compressed in fp16: the fp32 graph's dtype."""
+
+    def forward(self, weight: torch.Tensor) -> torch.Tensor:
+        return weight.float()
+
+
+class Holder(nn.Module):
+    """A module alone, as coreai-opt compresses a model: one child to find by type."""
+
+    def __init__(self, inner: nn.Module) -> None:
+        super().__init__()
+        self.inner = inner
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.inner(x)
+
+
+def compressor_for(kind: str, config, module_type: type):
+    """A coreai-opt compressor factory: holder -> object with prepare / finalize."""
+    type_name = f"{module_type.__module__}.{module_type.__name__}"
+    if kind == "quantize":
+        from coreai_opt.quantization import ExecutionMode, Quantizer, QuantizerConfig
+
+        quantizer_config = QuantizerConfig(
+            global_config=None,  # only the module named: norms, RoPE, SDPA stay as they are
+            module_type_configs={type_name: config},
+            execution_mode=ExecutionMode.EAGER,
+        )
+        return lambda holder: Quantizer(holder, quantizer_config)
+    import functools
+
+    from coreai_opt.palettization import KMeansPalettizer, KMeansPalettizerConfig
+    from coreai_opt.palettization.kmeans import palettizer
+    from tqdm import tqdm
+
+    # one module at a time: its progress bar (one step) would print once per module; our
+    # load reports progress by layer instead
+    palettizer.tqdm = functools.partial(tqdm, disable=True)
+    palettizer_config = KMeansPalettizerConfig(
+        global_config=None, module_type_configs={type_name: config}
+    )
+    return lambda holder: KMeansPalettizer(holder, palettizer_config)
+
+
+def quiet_imports() -> None:
+    """torchao (imported by coreai-opt) logs CUDA kernels it cannot load and torch notes on
+    its enums at import: nothing a reader of this CPU build can act on."""
+    import logging
+
+    # coreai_opt: "Disabling palettization for weight 'inner.weight'" names our holder, not
+    # the module; what each preset leaves uncompressed is in docs/guides/compression.md
+    for name in ("torchao", "torch.utils._pytree", "coreai_opt"):
+        logging.getLogger(name).setLevel(logging.ERROR)
+
+
+def projection_or_table(module: nn.Module) -> bool:
+    """A weight the presets compress: projections and tables, not a mixture's router."""
+    return isinstance(module, nn.Linear | nn.Embedding) and not getattr(module, "is_router", 0)
+
+
+def is_stacked(module: nn.Module) -> bool:
+    """Experts stored stacked `[experts, in, out]` (zoo.core.experts.StackedExperts)."""
+    return hasattr(module, "COMPRESSED")
+
+
+def stacked_config(dtype: torch.dtype, block: int, asymmetric: bool):
+    """Each stacked expert weight in blocks of `block` inputs (-1: all of them) per expert
+    and output column: what a Linear's per-block (or per-channel) spec is, per expert."""
+    from coreai_opt.quantization import ModuleQuantizerConfig, QuantizationSpec
+    from coreai_opt.quantization.spec import (
+        PerBlockGranularity,
+        QuantizationFormulation,
+        QuantizationScheme,
+    )
+
+    spec = QuantizationSpec(
+        dtype=dtype,
+        qscheme=QuantizationScheme.ASYMMETRIC if asymmetric else QuantizationScheme.SYMMETRIC,
+        qformulation=(QuantizationFormulation.MINVAL if asymmetric else QuantizationFormulation.ZP),
+        granularity=PerBlockGranularity(axis=None, block_size=(1, block, 1)),
+    )
+    states = dict.fromkeys(("gate_up_proj", "down_proj"), spec)
+    return ModuleQuantizerConfig(op_input_spec=None, op_output_spec=None, op_state_spec=states)
+
+
+def int8_per_channel(name: str, module: nn.Module) -> Choice | None:
+    # the embedding tables too: a tied head reads the same (dequantized) table, and a
+    # 248k-row table is a third of a small model
+    from coreai_opt.quantization import ModuleQuantizerConfig
+
+    if is_stacked(module):
+        return "quantize", stacked_config(torch.int8, -1, asymmetric=False), 8
+    if not projection_or_table(module):
+        return None
+    return "quantize", ModuleQuantizerConfig.presets.w8(), 8
+
+
+def int4_block32(name: str, module: nn.Module) -> Choice | None:
+    if is_stacked(module):
+        return "quantize", stacked_config(torch.uint4, 32, asymmetric=True), 4
+    if not projection_or_table(module):
+        return None
+    from coreai_opt.quantization import ModuleQuantizerConfig, QuantizationSpec
+    from coreai_opt.quantization.spec import (
+        PerBlockGranularity,
+        QuantizationFormulation,
+        QuantizationScheme,
+    )
+
+    weight = QuantizationSpec(
+        dtype=torch.uint4,
+        qscheme=QuantizationScheme.ASYMMETRIC,
+        qformulation=QuantizationFormulation.MINVAL,
+        granularity=PerBlockGranularity(axis=1, block_size=32),
+    )
+    config = ModuleQuantizerConfig(
+        op_input_spec=None, op_output_spec=None, op_state_spec={"weight": weight}
+    )
+    return "quantize", config, 4
+
+
+# Gemma 4's per-layer-embedding gate and projection: 8 bits, as Apple's preset
+EIGHT_BIT_LUT = ("per_layer_input_gate", "per_layer_projection")
+
+
+def palettize4_groups(name: str, module: nn.Module) -> Choice | None:
+    if not isinstance(module, nn.Linear):  # embedding tables stay fp32, as Apple's preset
+        return None
+    from coreai_opt.palettization import ModuleKMeansPalettizerConfig
+
+    if name.rpartition(".")[2] in EIGHT_BIT_LUT:
+        return "palettize", ModuleKMeansPalettizerConfig.presets.w8(), 8  # per tensor
+    return "palettize", ModuleKMeansPalettizerConfig.presets.w4(group_size=32), 4
+
+
+def fp16_pass(program):
+    from coreai_opt.casting import cast_fp32_to_fp16
+
+    return cast_fp32_to_fp16(program)
