@@ -70,6 +70,8 @@ bench: $(STAMP)
 	# full-size compressed exports: bf16 checkpoints kept in .cache/bench (1.5 GB + 10 GB)
 	$(BIN)/python -m zoo.bench.compression qwen3_5 --record $(or $(RECORDS),docs/records)
 	$(BIN)/python -m zoo.bench.compression gemma4 --record $(or $(RECORDS),docs/records)
+	# an export larger than memory: gpt-oss-20b range by range (~60 GB of disk, about an hour)
+	$(BIN)/python -m zoo.bench.streamed --record $(or $(RECORDS),docs/records)
 
 clean:
 	rm -rf site .pytest_cache .cache

@@ -135,8 +135,14 @@ def cells_for(shape: Shape, quick: bool) -> list[tuple[str, str]]:
     from zoo.core.layout import default_layout
 
     cells = [(strategy, DEFAULT_LAYOUT) for strategy in shape.strategies]
-    if not quick:
-        steps = [name for name, layout in LAYOUTS.items() if layout != default_layout()]
+    if not quick and shape.layouts is not None:
+        cells += [(shape.strategies[0], layout) for layout in shape.layouts]
+    elif not quick:
+        steps = [
+            name
+            for name, layout in LAYOUTS.items()
+            if layout != default_layout() and "experts" not in layout
+        ]
         cells += [(shape.strategies[0], layout) for layout in steps]
     return cells
 

@@ -59,7 +59,13 @@ def _export(shape_name: str, strategy: str, layout: dict, asset: str, chunk: int
     shape = ALL_SHAPES[shape_name]
     shape = replace(shape, chunk=chunk) if chunk else shape
     model = build_decoder(shape, strategy)
-    apply_layout(model, **layout)
+    if layout.get("experts") == "chosen":  # stacked for GatherMM before the layout
+        from zoo.core.experts import MixtureOfExperts
+
+        for module in model.modules():
+            if isinstance(module, MixtureOfExperts):
+                module.stack()
+    apply_layout(model, layout["weights"], layout["keys"])
     spec = decode_spec(model, shape.chunk)
     started = time.perf_counter()
     export_decoder(model, spec, asset, overwrite=True)

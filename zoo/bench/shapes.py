@@ -25,6 +25,7 @@ class Shape:
     first_token_prompts: tuple[int, ...] = (16, 64, 512)  # time to first token, both sides
     strategies: tuple[str, ...] = ("runtime-index", "input-mask-blend")
     positions: tuple[int, ...] = (1, 2, 16, 128, 512, 1024, 1536, 2047)
+    layouts: tuple[str, ...] | None = None  # beside the default cell (None: every step)
 
 
 def _released_rope(model: str, name: str) -> dict:
@@ -221,6 +222,58 @@ TINY: dict[str, Shape] = {
     ),
 }
 
+# A mixture of experts: what computing the chosen experts only (GatherMM) saves against
+# every expert weighted, both in the same layout, beside the default cell (every expert).
+TINY["qwen3_moe-tiny"] = Shape(
+    "qwen3_moe",
+    dict(
+        vocab_size=256,
+        hidden_size=64,
+        intermediate_size=128,
+        moe_intermediate_size=32,
+        num_experts=6,
+        num_experts_per_tok=2,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=16,
+    ),
+    capacity=64,
+    chunk=4,
+    prompt=8,
+    first_token_prompts=(6,),
+    strategies=("runtime-index",),
+    positions=(1, 63),
+    layouts=("chosen experts (GatherMM)", "every expert, weighted"),
+)
+SHAPES["qwen3-30b-a3b"] = Shape(
+    "qwen3_moe",
+    dict(
+        vocab_size=16_384,
+        hidden_size=2048,
+        intermediate_size=6144,
+        moe_intermediate_size=768,
+        num_experts=128,
+        num_experts_per_tok=8,
+        norm_topk_prob=True,
+        num_hidden_layers=2,
+        num_attention_heads=32,
+        num_key_value_heads=4,
+        head_dim=128,
+        rope_theta=1_000_000.0,
+    ),
+    note=(
+        "2 of 48 layers and a vocabulary of 16,384 (not 151,936), at full width (128 "
+        "experts of 768, 8 per token): at fp32 the 2 layers are 5 GB and an export holds "
+        "about twice that on this 24 GB machine; the head is not what this compares"
+    ),
+    capacity=512,
+    positions=(1, 2, 128, 511),
+    first_token_prompts=(16, 64),
+    strategies=("runtime-index",),
+    layouts=("chosen experts (GatherMM)", "every expert, weighted"),
+)
+
 ALL_SHAPES: dict[str, Shape] = {**SHAPES, **TINY}
 
 # The layouts a bench compares (zoo.core.layout): as authored, then one change at a time.
@@ -235,6 +288,9 @@ LAYOUTS = {
         "weights": "weight-first-prefill",
         "keys": "bhdt",
     },
+    # mixtures of experts (zoo.core.experts): the two formulations in the same layout
+    "chosen experts (GatherMM)": {"weights": "linear", "keys": "bhdt", "experts": "chosen"},
+    "every expert, weighted": {"weights": "linear", "keys": "bhdt", "experts": "all"},
 }
 DEFAULT_LAYOUT = "default"  # this platform's `zoo.core.layout.default_layout()`
 

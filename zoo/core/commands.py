@@ -77,10 +77,10 @@ def export_engine_command(args, entry: str | None, checkpoint: Path) -> int:
     check_bundle_destination(args.output, args.overwrite, checkpoint)
     if args.keys_layout == "bhdt":
         raise ValueError("--target apple-engine stores keys [B, H, T, D]: drop --keys-layout")
-    if args.spans or args.layers_per_function is not None or args.dry_run:
+    if args.spans or args.layers_per_function is not None or args.dry_run or args.stream == "on":
         raise ValueError(
             "--target apple-engine has its own functions: drop --spans, "
-            "--layers-per-function and --dry-run"
+            "--layers-per-function, --stream and --dry-run"
         )
     found = get_entry(entry) if entry else entry_for_checkpoint(checkpoint)
     say(f"loading {shown(checkpoint)} for Apple's engine contract (context up to {args.capacity})")

@@ -7,7 +7,7 @@ Markers a page may hold (an HTML comment, so the raw Markdown still reads well):
                                     with its file (`zoo.site.source`)
     <!-- zoo:verified NAME -->      "Verified on linux x86_64 · coreai-core ... · DATE"
     <!-- zoo:table NAME KEY -->     the list of rows at results[KEY] of record NAME (or the one
-                                    row a dict is), as a table
+                                    row a dict is, or a dict's rows by name), as a table
     <!-- zoo:table NAME KEY "a,b" -->   the same, columns a and b only
     <!-- zoo:outcomes NAME KEY TABLE -->
                                     measured rows, a column per device record merged into
@@ -97,7 +97,9 @@ def render_marker(kind: str, args: list[str], records_dir: Path, page: str) -> s
         if len(args) not in (2, 3):
             raise ValueError('zoo:table takes a record name, a results key [, "col,col"]')
         rows = record["results"][args[1]]
-        if isinstance(rows, dict):  # one result: a table of one row
+        if isinstance(rows, dict) and rows and all(isinstance(v, dict) for v in rows.values()):
+            rows = list(rows.values())  # rows by name: one each
+        elif isinstance(rows, dict):  # one result: a table of one row
             rows = [rows]
         if len(args) == 3:
             columns = [c.strip() for c in args[2].split(",")]
@@ -288,6 +290,8 @@ def _cell(value) -> str:
         return f"{value:.3g}" if abs(value) < 1e-2 or abs(value) >= 1e4 else f"{value:g}"
     if isinstance(value, list):
         return ", ".join(_cell(item) for item in value)
+    if isinstance(value, dict):  # a nested result: its fields in one cell
+        return "; ".join(f"{key} {_cell(item)}" for key, item in value.items())
     return str(value).replace("|", "\\|")
 
 

@@ -199,3 +199,12 @@ def test_the_host_bench_splits_a_step_into_the_runtime_call_and_the_host(tmp_pat
     assert row["host ms per step"] == pytest.approx(step - call, abs=0.02)
     assert row["collector runs in steps"] >= 0 and row["prefill s (32 tokens)"] > 0
     assert not list(tmp_path.iterdir())  # the asset is removed
+
+
+def test_a_mixture_of_experts_is_benched_chosen_against_all(tmp_path):
+    """The MoE shape's cells: the default (every expert, the platform's layout), then the
+    chosen experts only (GatherMM) and every expert weighted, in the same layout."""
+    results = run_bench(["qwen3_moe-tiny"], str(tmp_path), repeats=1)
+    cells = {cell["layout"]: cell for cell in results["qwen3_moe-tiny"]["cells"]}
+    assert list(cells) == ["default", "chosen experts (GatherMM)", "every expert, weighted"]
+    assert all(cell["decode ms"] > 0 and cell["eager decode ms"] > 0 for cell in cells.values())

@@ -1,0 +1,128 @@
+"""Exports larger than memory (zoo.core.stream): range by range, each from its own tensors,
+decoding exactly like the export in one piece; parts checked on load; the plan chooses it."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+from zoo.core import plan as plan_module
+from zoo.core.asset import AssetError
+from zoo.core.entry import get_entry
+from zoo.core.generator import Generator
+from zoo.core.plan import plan_export
+from zoo.core.run import run_plan
+from zoo.core.stream import range_tensors
+from zoo.core.weights import values_per_layer
+from zoo.reference import make_tiny_checkpoint
+
+PROMPT = [3, 17, 5, 9, 11, 2, 8, 30, 4, 6, 21, 7]
+
+
+@pytest.fixture(scope="module")
+def gpt_oss(tmp_path_factory):
+    return make_tiny_checkpoint("gpt_oss", tmp_path_factory.mktemp("stream") / "gpt_oss")
+
+
+@pytest.fixture(scope="module")
+def assets(gpt_oss, tmp_path_factory):
+    """The same 4-bit export in one piece and range by range (one layer each)."""
+    root = tmp_path_factory.mktemp("stream-assets")
+    made, told = {}, []
+    for stream in ("off", "on"):
+        plan = plan_export(
+            gpt_oss,
+            root / f"{stream}.aimodel",
+            compress="int4-block32",
+            layers_per_function=1,
+            stream=stream,
+        )
+        assert plan.streamed == (stream == "on")
+        made[stream] = run_plan(plan, progress=told.append)
+    assert [m for m in told if m.startswith("range ")] == [
+        f"range {n + 1} of 4 (layers {n} to {n}): reading, int4-block32, converting ..."
+        for n in range(4)
+    ]
+    return made
+
+
+def runtime_logits(asset) -> np.ndarray:
+    with Generator(asset) as generator:
+        return np.stack([generator.feed(PROMPT), generator.feed([5])])
+
+
+def test_a_streamed_export_decodes_exactly_like_one_in_one_piece(assets):
+    parts = sorted(p.name for p in assets["on"].iterdir() if p.is_dir())
+    assert parts == [f"range-{n}.aimodel" for n in range(4)]
+    np.testing.assert_array_equal(runtime_logits(assets["on"]), runtime_logits(assets["off"]))
+
+
+def test_a_streamed_asset_generates_from_the_command_line(assets):
+    command = [sys.executable, "-m", "zoo", "generate", str(assets["on"])]
+    command += ["--prompt-ids", "3,17,5", "--max-new-tokens", "3"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-800:]
+    assert len(done.stdout.split()) == 3
+
+
+def test_each_range_reads_only_its_own_tensors(gpt_oss):
+    entry = get_entry("gpt_oss")
+    model = entry.load(gpt_oss, capacity=32, only=range_tensors(1, 2, 4))
+    read = {n for n, p in model.named_parameters() if not p.is_meta}
+    assert read and all(n.startswith("layers.1.") for n in read)
+    last = entry.load(gpt_oss, capacity=32, only=range_tensors(3, 4, 4))
+    read = {n for n, p in last.named_parameters() if not p.is_meta}
+    assert {"lm_head.weight", "norm.weight"} <= read
+    assert not any(n.startswith(("layers.0.", "layers.1.", "layers.2.")) for n in read)
+
+
+def test_a_part_that_changed_or_went_is_refused_before_the_runtime(assets, tmp_path):
+    copy = shutil.copytree(assets["on"], tmp_path / "copy.aimodel")
+    metadata = copy / "range-2.aimodel" / "metadata.json"
+    edited = json.loads(metadata.read_text())
+    edited["creatorDefinedMetadata"]["zoo"]["decode"]["capacity"] = 5000
+    metadata.write_text(json.dumps(edited))
+    with pytest.raises(AssetError, match="range-2.aimodel is not the part this asset was"):
+        Generator(copy)
+    shutil.rmtree(copy / "range-2.aimodel")
+    with pytest.raises(AssetError, match="range-2.aimodel is missing"):
+        Generator(copy)
+
+
+def test_the_plan_streams_what_memory_cannot_hold_and_picks_ranges_by_size(
+    gpt_oss, tmp_path, monkeypatch
+):
+    assert not plan_export(gpt_oss, tmp_path / "a.aimodel").streamed  # fits: one piece
+    monkeypatch.setattr(plan_module, "machine_memory", lambda: 1000)
+    layer = values_per_layer(gpt_oss, get_entry("gpt_oss").checkpoint_name)[0]
+    monkeypatch.setattr(plan_module, "STREAM_RANGE_BYTES", 2 * 4 * layer)  # two layers' fp32
+    plan = plan_export(gpt_oss, tmp_path / "a.aimodel")
+    assert plan.streamed and plan.ranges == ((0, 2), (2, 4))
+    assert "range by range" in plan.describe()
+    whole = plan_export(gpt_oss, tmp_path / "a.aimodel", stream="off")
+    assert not whole.streamed and plan.estimated_peak_bytes < whole.estimated_peak_bytes
+
+
+def test_entries_whose_ranges_share_states_export_in_one_piece(tmp_path):
+    checkpoint = make_tiny_checkpoint("gemma4", tmp_path / "gemma4")
+    with pytest.raises(ValueError, match="--stream on: Gemma 4's layer ranges share states"):
+        plan_export(checkpoint, tmp_path / "g.aimodel", stream="on")
+    with pytest.raises(ValueError, match="--stream is auto, on or off"):
+        plan_export(checkpoint, tmp_path / "g.aimodel", stream="yes")
+
+
+def test_unread_weights_are_not_exported(gpt_oss):
+    """What a range does not read stays on the meta device and leaves the model before
+    torch.export (zoo.core.weights.drop_unread)."""
+    from zoo.core.weights import drop_unread
+
+    model = get_entry("gpt_oss").load(gpt_oss, capacity=32, only=range_tensors(0, 1, 4))
+    drop_unread(model)
+    assert not any(p.is_meta for p in model.parameters())
+    assert isinstance(model.layers[0].mlp.experts.gate_up_proj, torch.Tensor)
