@@ -47,7 +47,7 @@ logits = {}
 for name, asset in (("streamed", streamed), ("in one piece", whole)):
     with Generator(asset) as generator:
         logits[name] = generator.feed(prompt)
-        tokens = generator.generate(prompt, max_new_tokens=6, stop_token_ids=[])
+        tokens = generator.generate(prompt, 6, stop_token_ids=[])
     print(f"{name:12}: {tokens}")
 np.testing.assert_array_equal(logits["streamed"], logits["in one piece"])
 print("the same logits, bit for bit")
