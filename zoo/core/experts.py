@@ -1,12 +1,15 @@
 """A mixture of experts: a router picks `top_k` of `experts` gated MLPs for each token, and
 their outputs are summed, weighted by the router.
 
-Shared by every MoE family (Qwen3 MoE, Mixtral, ...). What differs per family is data:
+Shared by every MoE family (Qwen3 MoE, Mixtral, GPT-OSS, Qwen3.5 MoE). What differs per
+family is data:
 - how the router's weights are made (`ROUTINGS`): a softmax over all experts then the top k,
   renormalised over them or not (`norm_topk_prob`: Qwen3 MoE, Qwen3.5 MoE; Mixtral always
   renormalises), or the top k logits first and a softmax over those (GPT-OSS);
 - what the checkpoint calls the projections (`gate_proj/up_proj/down_proj`, Mixtral's
-  `w1/w3/w2`) and the router (`gate`).
+  `w1/w3/w2`) and the router (`gate`);
+- a shared expert every token takes beside the chosen ones, weighted by a sigmoid gate of
+  its own (`shared_intermediate`: Qwen3.5 MoE's `shared_expert`, `shared_expert_gate`).
 
 Experts are loaded as the checkpoints publish them, one module per expert, so the loader
 reads and compresses them one at a time like any projection. Two formulations compute the
@@ -85,6 +88,7 @@ class MixtureOfExperts(nn.Module):
         names: tuple[str, str, str] = ("gate_proj", "up_proj", "down_proj"),
         router_name: str = "gate",
         router_bias: bool = False,
+        shared_intermediate: int | None = None,
     ) -> None:
         super().__init__()
         if routing not in ROUTINGS:
@@ -98,6 +102,10 @@ class MixtureOfExperts(nn.Module):
         setattr(self, router_name, router)  # top-k choice is where 4-bit noise flips tokens
         self.formulation = "all"
         self.make_experts(hidden, intermediate, names)
+        if shared_intermediate:  # Qwen3.5 MoE: one more expert every token takes, gated
+            self.shared_expert = Expert(hidden, shared_intermediate, names)
+            self.shared_expert_gate = nn.Linear(hidden, 1, bias=False)
+            self.shared_expert_gate.is_router = True  # one output: kept float32 too
 
     def make_experts(self, hidden: int, intermediate: int, names: tuple[str, str, str]) -> None:
         self.experts = nn.ModuleList(Expert(hidden, intermediate, names) for _ in range(self.count))
@@ -115,6 +123,9 @@ class MixtureOfExperts(nn.Module):
             out = self._chosen_only(flat, weights, indices)
         else:
             out = self._every_expert(flat, weights, indices)
+        if hasattr(self, "shared_expert"):  # weighted by its own sigmoid gate
+            shared = self.shared_expert(flat, self.activation)
+            out = out + torch.sigmoid(self.shared_expert_gate(flat)) * shared
         return out.reshape(shape)
 
     def combine(self, weights: torch.Tensor, indices: torch.Tensor) -> torch.Tensor:

@@ -11,18 +11,10 @@ from dataclasses import dataclass, field
 from zoo.core.checkpoint import DecoderConfig
 from zoo.core.files import UnsupportedConfig
 
-# Model types of the Qwen3.5 family that this entry does not load, and why.
-REFUSED_MODEL_TYPES = {
-    name: "the mixture-of-experts Qwen3.5 sizes (35B-A3B, 122B-A10B, 397B-A17B) are not "
-    "implemented by this entry"
-    for name in ("qwen3_5_moe", "qwen3_5_moe_text")
-}
-
 
 @dataclass
 class Qwen3_5Config(DecoderConfig):
     TEXT_TYPE, MULTIMODAL_TYPE, FAMILY = "qwen3_5_text", "qwen3_5", "Qwen3.5"
-    REFUSED_MODEL_TYPES = REFUSED_MODEL_TYPES
     TIE_DEFAULTS = (False, False)  # transformers' defaults: text config, multimodal config
 
     vocab_size: int = 248_320

@@ -162,9 +162,14 @@ class DecoderLayer(nn.Module):
             self.linear_attn = GatedDeltaNet(config, one_step_decode)
         else:
             self.self_attn = Attention(config, layer, strategy, capacity)
-        self.mlp = GatedMLP(config.hidden_size, config.intermediate_size, F.silu)
+        self.mlp = self.mlp_of(config)
         self.input_layernorm = RMSNorm(config.hidden_size, config.rms_norm_eps)
         self.post_attention_layernorm = RMSNorm(config.hidden_size, config.rms_norm_eps)
+
+    @staticmethod
+    def mlp_of(config: Qwen3_5Config) -> nn.Module:
+        """The layer's MLP (zoo.qwen3_5_moe: a mixture of experts instead)."""
+        return GatedMLP(config.hidden_size, config.intermediate_size, F.silu)
 
     def state_shapes(self) -> dict[str, tuple[int, ...]]:
         """A conv and a recurrent state (GatedDeltaNet), or the attention's KV cache."""
@@ -201,6 +206,8 @@ class Qwen3_5(nn.Module):
     """
 
     name = "qwen3_5"  # the zoo entry, recorded in the asset's DecodeSpec
+    family = "Qwen3.5"
+    layer_class = DecoderLayer  # zoo.qwen3_5_moe: the same layers with experts
 
     def __init__(
         self,
@@ -210,11 +217,11 @@ class Qwen3_5(nn.Module):
         one_step_decode: bool = True,
     ) -> None:
         super().__init__()
-        strategy.check_serves("Qwen3.5")
+        strategy.check_serves(self.family)
         self.config, self.strategy, self.capacity = config, strategy, capacity
         self.embed_tokens = nn.Embedding(config.vocab_size, config.hidden_size)
         self.layers = nn.ModuleList(
-            DecoderLayer(config, i, strategy, capacity, one_step_decode)
+            self.layer_class(config, i, strategy, capacity, one_step_decode)
             for i in range(config.num_hidden_layers)
         )
         self.norm = RMSNorm(config.hidden_size, config.rms_norm_eps)

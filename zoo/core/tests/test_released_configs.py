@@ -30,9 +30,6 @@ CASES = [(model, name) for model in MODELS for name in released_configs(model)]
 REFUSED = {
     "gemma-4-12B-it": "gemma4_unified",
     "gemma-4-26B-A4B-it": "enable_moe_block",
-    "Qwen3.5-35B-A3B": "mixture-of-experts",
-    "Qwen3.5-122B-A10B": "mixture-of-experts",
-    "Qwen3.5-397B-A17B": "mixture-of-experts",
     # the experts as released are MXFP4; zoo/gpt_oss's tests decode them dequantized
     "gpt-oss-20b": "experts stored mxfp4",
     "gpt-oss-120b": "experts stored mxfp4",
@@ -114,11 +111,13 @@ def test_our_reader_agrees_with_transformers_config_classes(model, name):
             assert ours.layer_kv_heads(layer) == their_layer.num_key_value_heads
         assert ours.kv_sharing_modes() == theirs.kv_sharing_modes
         same = ["sliding_window", "hidden_size_per_layer_input", "attention_k_eq_v"]
-    elif model == "qwen3_5":
-        ours = Qwen3_5Config.from_dict(raw)
+    elif model in ("qwen3_5", "qwen3_5_moe"):
+        ours = get_entry(model).config.from_dict(raw)
         for key in ("rope_type", "rope_theta", "partial_rotary_factor"):
             assert ours.rope_parameters[key] == theirs.rope_parameters[key]
         same = ["head_dim", "linear_num_key_heads", "linear_num_value_heads"]
+        if model == "qwen3_5_moe":
+            same += ["num_experts", "num_experts_per_tok", "shared_expert_intermediate_size"]
     else:  # the plain decoders: one RoPE (Llama, Qwen3) or one per layer kind (Gemma 3)
         ours = get_entry(model).config.from_dict(raw)
         theirs_rope, ours_rope = theirs.rope_parameters, ours.rope_parameters

@@ -1,0 +1,66 @@
+"""Qwen3.5 MoE parity with transformers 5.23 on tiny random checkpoints.
+
+Logits of the re-authored torch model vs transformers: max abs error < 1e-4, text-only and
+multimodal layouts. Greedy tokens and logits on the Core AI runtime: 8/8 like
+transformers with both KV strategies, computing the chosen experts only (GatherMM) or every
+expert, and as layer ranges; the shared expert and its gate are read and used.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from zoo.core.decode import torch_logits
+from zoo.core.experts import MixtureOfExperts
+from zoo.core.spec import DecodeSpec
+from zoo.qwen3_5_moe import load_qwen3_5_moe
+from zoo.testing import (
+    check_cli_export_and_generate,
+    check_experts_computed_both_ways,
+    check_layout_computes_the_same,
+    check_logits_match_transformers,
+    check_runtime_greedy,
+)
+
+from .conftest import CHUNK
+
+PROMPT = [2, 17, 33, 91, 5, 77, 12, 9, 100, 3]
+
+
+@pytest.mark.parametrize("layout", ["default", "multimodal"])
+def test_logits_match_transformers(checkpoints, layout):
+    check_logits_match_transformers("qwen3_5_moe", checkpoints[layout], PROMPT)
+
+
+def test_every_layer_routes_beside_a_gated_shared_expert(checkpoints):
+    model = load_qwen3_5_moe(checkpoints["default"], capacity=64)
+    mixtures = [layer.mlp for layer in model.layers]
+    assert all(isinstance(m, MixtureOfExperts) and m.shared_expert for m in mixtures)
+    before = torch_logits(model, PROMPT)
+    with torch.no_grad():  # the shared expert's gate shut: the logits change
+        mixtures[0].shared_expert_gate.weight.fill_(-1e4)
+    assert (torch_logits(model, PROMPT) - before).abs().max() > 1e-3
+
+
+@pytest.mark.parametrize("strategy", ["runtime-index", "input-mask-blend"])
+def test_greedy_tokens_on_the_runtime_match_transformers(checkpoints, assets, strategy):
+    assert len(PROMPT) > CHUNK  # the prompt spans prefill chunks and single steps
+    check_runtime_greedy("qwen3_5_moe", checkpoints, assets, "default", strategy, PROMPT)
+
+
+@pytest.mark.parametrize("strategy", ["runtime-index", "input-mask-blend"])
+def test_every_expert_weighted_computes_what_the_chosen_ones_compute(checkpoints, assets, strategy):
+    check_experts_computed_both_ways("qwen3_5_moe", checkpoints, assets, strategy, PROMPT)
+
+
+@pytest.mark.parametrize("strategy", ["runtime-index", "input-mask-blend"])
+def test_layer_ranges_decode_like_transformers_and_like_one_function(checkpoints, assets, strategy):
+    layout = "ranges"
+    check_runtime_greedy("qwen3_5_moe", checkpoints, assets, "default", strategy, PROMPT, layout)
+    check_layout_computes_the_same(assets, "default", strategy, layout)
+    assert len(DecodeSpec.of_asset(assets["default", strategy, layout]).ranges) == 4
+
+
+def test_cli_export_and_generate(checkpoints, tmp_path):
+    check_cli_export_and_generate("qwen3_5_moe", checkpoints["default"], tmp_path)
