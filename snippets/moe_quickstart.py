@@ -1,4 +1,5 @@
-"""Mixtures of experts on Core AI: Qwen3 MoE and Mixtral, checkpoint ->
+"""Mixtures of experts on Core AI: Qwen3 MoE, Mixtral, GPT-OSS and Qwen3.5
+MoE, checkpoint ->
 .aimodel -> greedy tokens, checked against transformers, computing the
 chosen experts only or every expert. Tiny random checkpoints in the
 released shapes; point `checkpoint` at a real directory for the real thing.
@@ -90,6 +91,19 @@ assert tokens == expected, (tokens, expected)
 print("gpt_oss:", tokens, "8/8 identical to transformers")
 # --8<-- [end:gpt_oss]
 
+# --8<-- [start:qwen3_5_moe]
+# the Qwen3.5 hybrid (3 GatedDeltaNet layers to 1 attention) with 6 experts,
+# 2 per token, beside a shared expert behind a sigmoid gate
+qwen3_5_moe = make_tiny_checkpoint("qwen3_5_moe", "tiny-qwen3_5_moe")
+asset = zoo.export(qwen3_5_moe, "tiny-qwen3_5_moe.aimodel", capacity=64, chunk=4)
+with Generator(asset) as generator:
+    tokens = generator.generate(prompt, max_new_tokens=8, stop_token_ids=[])
+reference = reference_model("qwen3_5_moe", qwen3_5_moe)
+expected = greedy_reference(reference, prompt)
+assert tokens == expected, (tokens, expected)
+print("qwen3_5_moe:", tokens, "8/8 identical to transformers")
+# --8<-- [end:qwen3_5_moe]
+
 # --8<-- [start:sizes]
 import json
 
@@ -127,6 +141,8 @@ for model_name, name in [
     ("gpt_oss", "gpt-oss-120b"),
     ("mixtral", "Mixtral-8x7B-v0.1"),
     ("mixtral", "Mixtral-8x22B-v0.1"),
+    ("qwen3_5_moe", "Qwen3.5-35B-A3B"),
+    ("qwen3_5_moe", "Qwen3.5-122B-A10B"),
 ]:
     total, active = parameters(model_name, name)
     fp32, int4 = (
