@@ -95,7 +95,9 @@ print("gpt_oss:", tokens, "8/8 identical to transformers")
 # the Qwen3.5 hybrid (3 GatedDeltaNet layers to 1 attention) with 6 experts,
 # 2 per token, beside a shared expert behind a sigmoid gate
 qwen3_5_moe = make_tiny_checkpoint("qwen3_5_moe", "tiny-qwen3_5_moe")
-asset = zoo.export(qwen3_5_moe, "tiny-qwen3_5_moe.aimodel", capacity=64, chunk=4)
+asset = zoo.export(
+    qwen3_5_moe, "tiny-qwen3_5_moe.aimodel", capacity=64, chunk=4
+)
 with Generator(asset) as generator:
     tokens = generator.generate(prompt, max_new_tokens=8, stop_token_ids=[])
 reference = reference_model("qwen3_5_moe", qwen3_5_moe)
