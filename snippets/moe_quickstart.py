@@ -1,5 +1,5 @@
-"""Mixtures of experts on Core AI: Qwen3 MoE, Mixtral, GPT-OSS and Qwen3.5
-MoE, checkpoint ->
+"""Mixtures of experts on Core AI: Qwen3 MoE, Mixtral, GPT-OSS, Qwen3.5 MoE
+and Gemma 4 26B-A4B, checkpoint ->
 .aimodel -> greedy tokens, checked against transformers, computing the
 chosen experts only or every expert. Tiny random checkpoints in the
 released shapes; point `checkpoint` at a real directory for the real thing.
@@ -106,6 +106,18 @@ assert tokens == expected, (tokens, expected)
 print("qwen3_5_moe:", tokens, "8/8 identical to transformers")
 # --8<-- [end:qwen3_5_moe]
 
+# --8<-- [start:gemma4]
+# Gemma 4 26B-A4B's design: 6 experts (2 per token) beside each layer's MLP,
+# routed from the same residual, their own norms; experts stored stacked
+gemma4 = make_tiny_checkpoint("gemma4", "tiny-gemma4-moe", "moe", seed=1)
+asset = zoo.export(gemma4, "tiny-gemma4-moe.aimodel", capacity=64, chunk=4)
+with Generator(asset) as generator:
+    tokens = generator.generate(prompt, max_new_tokens=8, stop_token_ids=[])
+expected = greedy_reference(reference_model("gemma4", gemma4), prompt)
+assert tokens == expected, (tokens, expected)
+print("gemma4 (moe):", tokens, "8/8 identical to transformers")
+# --8<-- [end:gemma4]
+
 # --8<-- [start:sizes]
 import json
 
@@ -132,6 +144,11 @@ def parameters(model_name: str, name: str) -> tuple[int, int]:
         * (1 - m.top_k / m.count)
         for m in decoder.modules()
         if isinstance(m, MixtureOfExperts)
+    ) + sum(  # Gemma 4: the experts beside each layer's MLP
+        sum(p.numel() for p in layer.experts.parameters())
+        * (1 - layer.router.top_k / layer.experts.count)
+        for layer in decoder.layers
+        if getattr(layer, "moe", False)
     )
     return total, total - idle
 
@@ -145,6 +162,7 @@ for model_name, name in [
     ("mixtral", "Mixtral-8x22B-v0.1"),
     ("qwen3_5_moe", "Qwen3.5-35B-A3B"),
     ("qwen3_5_moe", "Qwen3.5-122B-A10B"),
+    ("gemma4", "gemma-4-26B-A4B-it"),
 ]:
     total, active = parameters(model_name, name)
     fp32, int4 = (

@@ -268,10 +268,10 @@ def write_asset(
         for file in (generation_files(source) if source is not None else [])
     }
     if plan.experts == "chosen":  # the experts stacked for GatherMM (zoo.core.experts)
-        from zoo.core.experts import MixtureOfExperts
+        from zoo.core.experts import MixtureOfExperts, StackedExperts
 
-        for module in model.modules():
-            if isinstance(module, MixtureOfExperts):
+        for module in list(model.modules()):
+            if isinstance(module, MixtureOfExperts | StackedExperts):
                 module.stack()
     preset.check_range(model)
     apply_layout(model, plan.weights, plan.keys)  # the projections left as nn.Linear

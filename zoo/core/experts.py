@@ -128,17 +128,11 @@ class MixtureOfExperts(nn.Module):
             out = out + torch.sigmoid(self.shared_expert_gate(flat)) * shared
         return out.reshape(shape)
 
-    def combine(self, weights: torch.Tensor, indices: torch.Tensor) -> torch.Tensor:
-        """`[N, experts]`: each token's weight for every expert, zero for those not chosen
-        (a one-hot sum, not a scatter: no index written from data in the graph)."""
-        chosen = indices[..., None] == torch.arange(self.count, device=indices.device)
-        return (chosen.to(weights.dtype) * weights[..., None]).sum(dim=1)
-
     def _every_expert(self, flat, weights, indices) -> torch.Tensor:
-        combine = self.combine(weights, indices).to(flat.dtype)
+        share = combine(weights, indices, self.count).to(flat.dtype)
         out = torch.zeros_like(flat)
         for number, expert in enumerate(self.experts):
-            out = out + combine[:, number : number + 1] * expert(flat, self.activation)
+            out = out + share[:, number : number + 1] * expert(flat, self.activation)
         return out
 
     def stack(self) -> None:
@@ -192,37 +186,102 @@ def clamped_swiglu(gate_up: torch.Tensor, alpha: float, limit: float) -> torch.T
 
 
 class StackedExperts(nn.Module):
-    """Experts stored stacked as published, each projection with a bias, under the
-    checkpoint's names: `gate_up_proj` `[experts, hidden, 2 * intermediate]` (gate and up
-    interleaved), `down_proj` `[experts, intermediate, hidden]`, `gate_up_proj_bias`,
-    `down_proj_bias`. Already `x @ w` per expert.
+    """Experts stored stacked as published, under the checkpoint's names `gate_up_proj` and
+    `down_proj` (and `gate_up_proj_bias`, `down_proj_bias` if `bias`):
+    - GPT-OSS: `[experts, hidden, 2 * intermediate]` and `[experts, intermediate, hidden]`,
+      `x @ w` per expert, gate and up interleaved (its `glu` splits them);
+    - `transposed` (Gemma 4, transformers' own layout): `[experts, 2 * intermediate, hidden]`
+      and `[experts, hidden, intermediate]`, `w @ x` per expert.
 
-    `forward` runs every expert on `x` without routing. Only the compression calls it:
-    coreai-opt quantizes the weights it sees a matmul consume (`zoo.core.compress`,
-    `COMPRESSED`), blocks of 32 inputs per expert and output column."""
+    They compute both formulations (`compute`): every expert weighted by the router (zero
+    for those not chosen), or the chosen ones only with `GatherMM` (after `stack()`).
+    `forward` runs every expert on `x` without routing; only the compression calls it:
+    coreai-opt quantizes the weights it sees a matmul consume (`zoo.core.stores`), in
+    blocks of 32 inputs per expert and output (`IN_AXIS` says which axis holds inputs)."""
 
     COMPRESSED = ("gate_up_proj", "down_proj")
 
-    def __init__(self, experts: int, hidden: int, intermediate: int, glu: Callable) -> None:
+    def __init__(
+        self,
+        experts: int,
+        hidden: int,
+        intermediate: int,
+        glu: Callable,
+        bias: bool = True,
+        transposed: bool = False,
+    ) -> None:
         super().__init__()
-        self.glu, width = glu, 2 * intermediate
-        self.gate_up_proj = nn.Parameter(torch.zeros(experts, hidden, width))
-        self.gate_up_proj_bias = nn.Parameter(torch.zeros(experts, width))
-        self.down_proj = nn.Parameter(torch.zeros(experts, intermediate, hidden))
-        self.down_proj_bias = nn.Parameter(torch.zeros(experts, hidden))
+        self.glu, self.count, self.transposed = glu, experts, transposed
+        self.IN_AXIS = 2 if transposed else 1
+        gate_up, down = (experts, hidden, 2 * intermediate), (experts, intermediate, hidden)
+        if transposed:
+            gate_up, down = (experts, 2 * intermediate, hidden), (experts, hidden, intermediate)
+        self.gate_up_proj = nn.Parameter(torch.zeros(gate_up))
+        self.down_proj = nn.Parameter(torch.zeros(down))
+        if bias:
+            self.gate_up_proj_bias = nn.Parameter(torch.zeros(experts, 2 * intermediate))
+            self.down_proj_bias = nn.Parameter(torch.zeros(experts, hidden))
+        self.formulation = "all"
+
+    def weights(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """Both weights as `[experts, in, out]` (`x @ w`)."""
+        if self.transposed:
+            return self.gate_up_proj.transpose(1, 2), self.down_proj.transpose(1, 2)
+        return self.gate_up_proj, self.down_proj
+
+    def biases(self) -> tuple[torch.Tensor | int, torch.Tensor | int]:
+        return getattr(self, "gate_up_proj_bias", 0), getattr(self, "down_proj_bias", 0)
 
     def example_input(self, dtype: torch.dtype) -> torch.Tensor:
-        return torch.zeros(1, 1, self.down_proj.shape[-1], dtype=dtype)
+        return torch.zeros(1, 1, self.weights()[0].shape[1], dtype=dtype)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        hidden = self.glu(torch.matmul(x, self.gate_up_proj) + self.gate_up_proj_bias[:, None])
+        gate_up_bias, _ = self.biases()
+        if self.transposed:  # w @ x: the weight itself is what the matmul consumes
+            gate_up = torch.matmul(self.gate_up_proj, x.transpose(-1, -2)).transpose(-1, -2)
+            hidden = self.glu(gate_up).to(x.dtype)
+            return torch.matmul(self.down_proj, hidden.transpose(-1, -2)).transpose(-1, -2)
+        bias = gate_up_bias[:, None] if torch.is_tensor(gate_up_bias) else 0
+        hidden = self.glu(torch.matmul(x, self.gate_up_proj) + bias)
         return torch.matmul(hidden.to(x.dtype), self.down_proj)  # (the biases may be wider)
+
+    def stack(self) -> None:
+        """Switch to the chosen formulation (GatherMM over the stacks as they are)."""
+        if self.formulation == "chosen":
+            return
+        from coreai_torch.composite_ops import GatherMM
+
+        self.gather_mm, self.formulation = GatherMM(num_batch_axes=1), "chosen"
+
+    def compute(self, flat: torch.Tensor, weights: torch.Tensor, indices: torch.Tensor):
+        """`[N, hidden]`: the experts' outputs weighted by the router's `weights` for its
+        `indices` `[N, top_k]`, in this module's formulation."""
+        (gate_up, down), (gate_up_bias, down_bias) = self.weights(), self.biases()
+        if self.formulation == "chosen":
+            chosen, tokens, width = indices.to(torch.int32), *flat.shape
+            lhs = flat.reshape(1, tokens, 1, 1, width)
+            mixed = self.gather_mm(lhs, gate_up[None], rhs_indices=chosen)[0, :, :, 0]
+            mixed = mixed + (gate_up_bias[chosen] if torch.is_tensor(gate_up_bias) else 0)
+            hidden = self.glu(mixed)[None, :, :, None]  # [1, N, top_k, 1, intermediate]
+            out = self.gather_mm(hidden, down[None], rhs_indices=chosen)[0, :, :, 0]
+            out = out + (down_bias[chosen] if torch.is_tensor(down_bias) else 0)
+            return (out * weights[..., None].to(out.dtype)).sum(dim=1)
+        share = combine(weights, indices, self.count).to(flat.dtype)
+        mixed = torch.einsum("nh,ehk->nek", flat, gate_up) + gate_up_bias
+        out = torch.einsum("nei,eih->neh", self.glu(mixed), down) + down_bias
+        return (out * share[..., None]).sum(dim=1)
+
+
+def combine(weights: torch.Tensor, indices: torch.Tensor, count: int) -> torch.Tensor:
+    """`[N, count]`: each token's weight for every expert, zero for those not chosen (a
+    one-hot sum, not a scatter: no index written from data in the graph)."""
+    chosen = indices[..., None] == torch.arange(count, device=indices.device)
+    return (chosen.to(weights.dtype) * weights[..., None]).sum(dim=1)
 
 
 class StackedMixtureOfExperts(MixtureOfExperts):
-    """Experts published stacked, each projection with a bias (GPT-OSS, as transformers 5
-    saves it: `StackedExperts`); the gated unit is `glu(gate_up)`. Already `x @ w` per
-    expert, so the chosen formulation gathers them as they are."""
+    """A router and experts published stacked (GPT-OSS, as transformers 5 saves it:
+    `StackedExperts`); the gated unit is `glu(gate_up)`."""
 
     def __init__(self, hidden, intermediate, experts, top_k, glu, **options) -> None:
         self.glu = glu
@@ -232,26 +291,11 @@ class StackedMixtureOfExperts(MixtureOfExperts):
         self.experts = StackedExperts(self.count, hidden, intermediate, self.glu)
 
     def _every_expert(self, flat, weights, indices) -> torch.Tensor:
-        e, combine = self.experts, self.combine(weights, indices).to(flat.dtype)
-        gate_up = torch.einsum("nh,ehk->nek", flat, e.gate_up_proj) + e.gate_up_proj_bias
-        out = torch.einsum("nei,eih->neh", self.glu(gate_up), e.down_proj) + e.down_proj_bias
-        return (out * combine[..., None]).sum(dim=1)
+        return self.experts.compute(flat, weights, indices)
 
     def stack(self) -> None:
-        if self.formulation == "chosen":
-            return
-        from coreai_torch.composite_ops import GatherMM
-
-        self.gather_mm = GatherMM(num_batch_axes=1)
+        self.experts.stack()
         self.formulation = "chosen"
 
     def _chosen_only(self, flat, weights, indices) -> torch.Tensor:
-        e, tokens, width = self.experts, *flat.shape
-        chosen = indices.to(torch.int32)
-        lhs = flat.reshape(1, tokens, 1, 1, width)
-        gate_up = self.gather_mm(lhs, e.gate_up_proj[None], rhs_indices=chosen)[0, :, :, 0]
-        gate_up = gate_up + e.gate_up_proj_bias[chosen]  # [N, top_k, 2 * intermediate]
-        hidden = self.glu(gate_up)[None, :, :, None]
-        out = self.gather_mm(hidden, e.down_proj[None], rhs_indices=chosen)[0, :, :, 0]
-        out = out + e.down_proj_bias[chosen]
-        return (out * weights[..., None].to(out.dtype)).sum(dim=1)
+        return self.experts.compute(flat, weights, indices)

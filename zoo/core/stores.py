@@ -77,9 +77,10 @@ def is_stacked(module: nn.Module) -> bool:
     return hasattr(module, "COMPRESSED")
 
 
-def stacked_config(dtype: torch.dtype, block: int, asymmetric: bool):
+def stacked_config(dtype: torch.dtype, block: int, asymmetric: bool, in_axis: int = 1):
     """Each stacked expert weight in blocks of `block` inputs (-1: all of them) per expert
-    and output column: what a Linear's per-block (or per-channel) spec is, per expert."""
+    and output column: what a Linear's per-block (or per-channel) spec is, per expert.
+    `in_axis`: the axis of the inputs (1: `[experts, in, out]`, 2: `[experts, out, in]`)."""
     from coreai_opt.quantization import ModuleQuantizerConfig, QuantizationSpec
     from coreai_opt.quantization.spec import (
         PerBlockGranularity,
@@ -91,7 +92,9 @@ def stacked_config(dtype: torch.dtype, block: int, asymmetric: bool):
         dtype=dtype,
         qscheme=QuantizationScheme.ASYMMETRIC if asymmetric else QuantizationScheme.SYMMETRIC,
         qformulation=(QuantizationFormulation.MINVAL if asymmetric else QuantizationFormulation.ZP),
-        granularity=PerBlockGranularity(axis=None, block_size=(1, block, 1)),
+        granularity=PerBlockGranularity(
+            axis=None, block_size=(1, block, 1) if in_axis == 1 else (1, 1, block)
+        ),
     )
     states = dict.fromkeys(("gate_up_proj", "down_proj"), spec)
     return ModuleQuantizerConfig(op_input_spec=None, op_output_spec=None, op_state_spec=states)
@@ -103,7 +106,7 @@ def int8_per_channel(name: str, module: nn.Module) -> Choice | None:
     from coreai_opt.quantization import ModuleQuantizerConfig
 
     if is_stacked(module):
-        return "quantize", stacked_config(torch.int8, -1, asymmetric=False), 8
+        return "quantize", stacked_config(torch.int8, -1, False, module.IN_AXIS), 8
     if not projection_or_table(module):
         return None
     return "quantize", ModuleQuantizerConfig.presets.w8(), 8
@@ -111,7 +114,7 @@ def int8_per_channel(name: str, module: nn.Module) -> Choice | None:
 
 def int4_block32(name: str, module: nn.Module) -> Choice | None:
     if is_stacked(module):
-        return "quantize", stacked_config(torch.uint4, 32, asymmetric=True), 4
+        return "quantize", stacked_config(torch.uint4, 32, True, module.IN_AXIS), 4
     if not projection_or_table(module):
         return None
     from coreai_opt.quantization import ModuleQuantizerConfig, QuantizationSpec

@@ -54,6 +54,18 @@ TINY = TinyCheckpoint(
             num_global_key_value_heads=1,
             hidden_size_per_layer_input=0,
         ),
+        # 26B-A4B's design: 6 experts (2 per token) beside each layer's MLP, no per-layer
+        # embeddings, k == v on full layers
+        "moe": dict(
+            enable_moe_block=True,
+            num_experts=6,
+            top_k_experts=2,
+            moe_intermediate_size=32,
+            hidden_size_per_layer_input=0,
+            attention_k_eq_v=True,
+            num_global_key_value_heads=1,
+            initializer_range=0.06,  # routes that are not near-uniform, varied tokens (seed 1)
+        ),
     },
     towers=dict(
         vision_config=dict(

@@ -58,8 +58,13 @@ class Gemma4Config(DecoderConfig):
     num_kv_shared_layers: int = 0
     use_double_wide_mlp: bool = False
 
-    # refused by name when asked for (check_supported)
+    # 26B-A4B: a mixture of experts beside each layer's MLP (`enable_moe_block`)
     enable_moe_block: bool = False
+    num_experts: int | None = None
+    top_k_experts: int | None = None
+    moe_intermediate_size: int | None = None
+
+    # refused by name when asked for (check_supported)
     use_bidirectional_attention: str | None = None
 
     # the head and the special tokens
@@ -111,7 +116,17 @@ class Gemma4Config(DecoderConfig):
     def check_supported(self) -> None:
         unsupported = []
         if self.enable_moe_block:
-            unsupported.append("enable_moe_block=True (the parallel mixture-of-experts block)")
+            for name in ("num_experts", "top_k_experts", "moe_intermediate_size"):
+                if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
+                    raise ValueError(
+                        f"config.json: enable_moe_block needs {name} >= 1, got "
+                        f"{getattr(self, name)!r}"
+                    )
+            if self.top_k_experts > self.num_experts:
+                raise ValueError(
+                    f"config.json: top_k_experts={self.top_k_experts} is not 1 to "
+                    f"num_experts={self.num_experts}"
+                )
         # "vision" makes image tokens attend both ways; text-only decoding is unchanged.
         if self.use_bidirectional_attention not in (None, "vision"):
             unsupported.append(f"use_bidirectional_attention={self.use_bidirectional_attention!r}")

@@ -29,6 +29,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from zoo.core.cache import KVCache
+from zoo.core.experts import StackedExperts, softmax_then_top_k
 from zoo.core.kv import KVStrategy
 from zoo.core.layers import GatedMLP, head_logits
 from zoo.gemma4.config import Gemma4Config
@@ -113,6 +114,33 @@ def gelu_tanh(x: torch.Tensor) -> torch.Tensor:
     return F.gelu(x, approximate="tanh")
 
 
+def gelu_tanh_glu(gate_up: torch.Tensor) -> torch.Tensor:
+    """The experts' gated unit: gate and up as the two halves of one projection."""
+    gate, up = gate_up.chunk(2, dim=-1)
+    return gelu_tanh(gate) * up
+
+
+class Router(nn.Module):
+    """26B-A4B's router: the residual RMS-normed (no weight), times `scale` and
+    hidden^-0.5, to one logit per expert (`proj`); softmax in fp32, the top k renormalised,
+    each then times its expert's `per_expert_scale`."""
+
+    def __init__(self, config: Gemma4Config) -> None:
+        super().__init__()
+        hidden, self.top_k = config.hidden_size, config.top_k_experts
+        self.norm = RMSNorm(hidden, config.rms_norm_eps, with_scale=False)
+        self.proj = nn.Linear(hidden, config.num_experts, bias=False)
+        self.proj.is_router = True  # kept float32 by every preset (zoo.core.compress)
+        self.scale = nn.Parameter(torch.ones(hidden))
+        self.per_expert_scale = nn.Parameter(torch.ones(config.num_experts))
+        self.root = hidden**-0.5
+
+    def forward(self, flat: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        logits = self.proj(self.norm(flat) * self.scale * self.root)
+        weights, indices = softmax_then_top_k(logits, self.top_k, renormalize=True)
+        return weights * self.per_expert_scale[indices], indices
+
+
 class DecoderLayer(nn.Module):
     def __init__(
         self, config: Gemma4Config, layer: int, strategy: KVStrategy, capacity: int
@@ -134,12 +162,34 @@ class DecoderLayer(nn.Module):
             self.per_layer_projection = nn.Linear(self.ple_dim, hidden, bias=False)
             self.post_per_layer_input_norm = RMSNorm(hidden, eps)
         self.register_buffer("layer_scalar", torch.ones(1))
+        self.moe = config.enable_moe_block
+        if self.moe:  # experts stacked as transformers saves them: [experts, out, in]
+            self.router = Router(config)
+            self.experts = StackedExperts(
+                config.num_experts,
+                hidden,
+                config.moe_intermediate_size,
+                gelu_tanh_glu,
+                bias=False,
+                transposed=True,
+            )
+            self.pre_feedforward_layernorm_2 = RMSNorm(hidden, eps)
+            self.post_feedforward_layernorm_1 = RMSNorm(hidden, eps)
+            self.post_feedforward_layernorm_2 = RMSNorm(hidden, eps)
 
     def forward(self, h, per_layer_input, positions, masks, step, caches) -> torch.Tensor:
         mask = masks["sliding"] if self.sliding else masks["full"]
         attended = self.self_attn(self.input_layernorm(h), positions, mask, step, caches)
         h = h + self.post_attention_layernorm(attended)
-        h = h + self.post_feedforward_layernorm(self.mlp(self.pre_feedforward_layernorm(h)))
+        out = self.mlp(self.pre_feedforward_layernorm(h))
+        if self.moe:  # beside the MLP, from the same residual
+            flat = h.reshape(-1, h.shape[-1])
+            weights, indices = self.router(flat)
+            routed = self.experts.compute(self.pre_feedforward_layernorm_2(flat), weights, indices)
+            out = self.post_feedforward_layernorm_1(out) + self.post_feedforward_layernorm_2(
+                routed.reshape(h.shape)
+            )
+        h = h + self.post_feedforward_layernorm(out)
         if self.ple_dim:
             gate = gelu_tanh(self.per_layer_input_gate(h)) * per_layer_input
             h = h + self.post_per_layer_input_norm(self.per_layer_projection(gate))

@@ -19,6 +19,7 @@ def checkpoints(tmp_path_factory) -> dict:
         "multimodal": make_tiny_checkpoint(
             "gemma4", root / "multimodal", "kv-sharing", multimodal=True
         ),
+        "moe": make_tiny_checkpoint("gemma4", root / "moe", "moe", seed=1),
     }
 
 

@@ -44,8 +44,11 @@ def test_wrong_model_type(checkpoints, tmp_path):
 
 def test_unsupported_options_are_named(checkpoints, tmp_path):
     ckpt = copy_checkpoint(checkpoints["softcap"], tmp_path)
-    edit_config(ckpt, enable_moe_block=True, num_experts=4, top_k_experts=2)
-    with pytest.raises(UnsupportedConfig, match="enable_moe_block=True"):
+    edit_config(ckpt, use_bidirectional_attention="all")
+    with pytest.raises(UnsupportedConfig, match="use_bidirectional_attention='all'"):
+        load_gemma4(ckpt)
+    edit_config(ckpt, use_bidirectional_attention=None, enable_moe_block=True, num_experts=4)
+    with pytest.raises(ValueError, match="enable_moe_block needs top_k_experts >= 1"):
         load_gemma4(ckpt)
 
 

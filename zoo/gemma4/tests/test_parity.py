@@ -20,7 +20,7 @@ PROMPT = [2, 17, 33, 91, 5, 77, 12, 9, 100, 3]  # 10 tokens: 2 prefill chunks of
 STRATEGIES = ["runtime-index", "input-mask-blend"]
 
 
-@pytest.mark.parametrize("variant", ["kv-sharing", "softcap", "multimodal"])
+@pytest.mark.parametrize("variant", ["kv-sharing", "softcap", "multimodal", "moe"])
 def test_logits_match_transformers(checkpoints, variant):
     ours = load_gemma4(checkpoints[variant], "runtime-index", CAPACITY)
     reference = reference_model("gemma4", checkpoints[variant])
@@ -42,7 +42,7 @@ def test_the_small_softcap_engages(checkpoints):
 
 
 @pytest.mark.parametrize("strategy", STRATEGIES)
-@pytest.mark.parametrize("variant", ["kv-sharing", "softcap"])
+@pytest.mark.parametrize("variant", ["kv-sharing", "softcap", "moe"])
 def test_greedy_tokens_on_the_runtime_match_transformers(checkpoints, assets, variant, strategy):
     assert len(PROMPT) > CHUNK  # the prompt spans prefill chunks and single steps
     check_runtime_greedy("gemma4", checkpoints, assets, variant, strategy, PROMPT)
@@ -67,3 +67,13 @@ def test_attention_spans_read_the_shared_caches_alike(checkpoints, assets):
         "gemma4", checkpoints, assets, "kv-sharing", strategy, PROMPT, layout="spans"
     )
     check_layout_computes_the_same(assets, "kv-sharing", strategy, "spans")
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_the_experts_compute_alike_chosen_or_all(checkpoints, assets, strategy):
+    """26B-A4B's design (`enable_moe_block`): every expert weighted decodes like
+    transformers and like the default asset (the chosen experts only, GatherMM)."""
+    check_runtime_greedy(
+        "gemma4", checkpoints, assets, "moe", strategy, PROMPT, layout="all-experts"
+    )
+    check_layout_computes_the_same(assets, "moe", strategy, "all-experts")
