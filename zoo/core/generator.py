@@ -39,6 +39,23 @@ def passed_on(carried: dict, outputs: dict) -> dict:
     return {**carried, **fresh, **({"logits": outputs["logits"]} if "logits" in outputs else {})}
 
 
+class _Loaded(dict):
+    """Kind (or span) -> its functions, each list loaded from the model on first use."""
+
+    def __init__(self, model: Model, names: dict) -> None:
+        super().__init__()
+        self.model, self.names = model, names
+
+    def __missing__(self, kind):
+        if kind not in self.names:
+            raise KeyError(kind)
+        self[kind] = [self.model.function(name) for name in self.names[kind]]
+        return self[kind]
+
+    def __contains__(self, kind) -> bool:
+        return kind in self.names
+
+
 class Generator:
     """Prompt ids in, new token ids out, on the Core AI runtime.
 
@@ -49,25 +66,29 @@ class Generator:
     def __init__(self, asset: str | os.PathLike, compute_unit: str | None = None) -> None:
         self.spec = DecodeSpec.of_asset(asset)
         self.model = Model.load(asset, compute_unit)
-        # each kind of call: one function, or one per layer range (zoo.core.ranges)
-        self.functions = {
-            kind: [self.model.function(name) for name in self.spec.function_names(kind)]
-            for kind in ("prefill", "decode", "score")
-            if kind != "score" or self.spec.score_chunk
-        }
+        # each kind of call: one function, or one per layer range (zoo.core.ranges), loaded
+        # when first called (the runtime holds a loaded function's expanded weights)
+        self.functions = _Loaded(
+            self.model,
+            {
+                kind: self.spec.function_names(kind)
+                for kind in ("prefill", "decode", "score")
+                if kind != "score" or self.spec.score_chunk
+            },
+        )
         # prefill over the first `span` columns of the caches (DecodeSpec.spans)
-        self.spanned = {
-            span: [self.model.function(n) for n in self.spec.function_names("prefill", span)]
-            for span in self.spec.spans or []
-        }
+        self.spanned = _Loaded(
+            self.model,
+            {span: self.spec.function_names("prefill", span) for span in self.spec.spans or []},
+        )
         self.sidecars = self.spec.open_sidecars(asset)  # rows looked up per token
         self.ran: list[str] = []  # the functions the last feed() or score() called, in order
         self.reset()
 
     def reset(self) -> None:
-        """Forget the context: fresh zeroed states."""
+        """Forget the context: fresh zeroed states (every function of a kind holds them)."""
         self.states = {}
-        for function in self.functions["prefill"]:
+        for function in self.functions["decode"]:
             self.states.update(function.new_states())
         self.position = 0
 
