@@ -6,9 +6,11 @@
    weights a dequantized checkpoint holds, not MXFP4 blocks).
 2. `zoo export --stream on --compress PRESET` of it in a child process: wall seconds and
    peak RSS (GNU time's maximum resident set of the export process).
-3. A cut of the same model, 2 layers at full width, exported the same way (and with the
-   `--cut-compress` presets) and decoded on the runtime in a process of its own: seconds
-   per prefill and per token, peak RSS, or how the process ended.
+3. A cut of the same model (its first 2 layers at full width, with the embedding and the
+   head), exported with each `--cut-compress` preset (int8: the Linux runtime expands
+   compressed weights to float32 per loaded function, and its int4 path runs ~15x slower
+   than int8 here) and decoded on the runtime in a process of its own: seconds per token,
+   peak RSS, or how the process ended.
 
 Not a test (about an hour and ~60 GB of disk for GPT-OSS-20B): a number of this machine,
 recorded in `docs/records/export-streamed.json`.
@@ -85,9 +87,10 @@ def asset_facts(path: Path) -> dict:
     }
 
 
-def timed_decode(asset: str, prompt: int = 16, new: int = 8) -> dict:
-    """Prefill a prompt of `prompt` ids, then `new` greedy tokens, timed on the runtime;
-    with this process's peak RSS (run it in a process of its own: `run_isolated`)."""
+def timed_decode(asset: str, prompt: int = 4, new: int = 4) -> dict:
+    """Feed a prompt of `prompt` ids (shorter than a prefill chunk: decode calls only, so
+    the prefill functions are never loaded), then `new` greedy tokens, timed on the
+    runtime; with this process's peak RSS (run it in a process of its own)."""
     import resource
 
     from zoo.core.generator import Generator
@@ -106,7 +109,7 @@ def timed_decode(asset: str, prompt: int = 16, new: int = 8) -> dict:
     steps.sort()
     return {
         "prompt tokens": prompt,
-        "prefill s": round(prefill, 2),
+        "prompt s": round(prefill, 2),
         "decode s per token (median)": round(steps[len(steps) // 2], 3),
         "new tokens": new,
         "peak RSS GB": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 1e9, 2),
@@ -150,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(asset, ignore_errors=True)
     cut_checkpoint = random_checkpoint(args.model, args.released, work / "cut-checkpoint", 2)
     cuts = {}
-    for preset in dict.fromkeys([args.compress, *args.cut_compress]):
+    for preset in args.cut_compress:
         say(f"a cut of {args.released} (2 layers at full width), {preset}: export, decode ...")
         cut_asset = work / f"cut-{preset}.aimodel"
         cut = {"layers": 2, "preset": preset, "parameters": weight_count(cut_checkpoint)}
