@@ -303,6 +303,47 @@ def check_compressed_experts_are_all_computed(checkpoint, directory) -> None:
     assert plan_export(checkpoint, Path(directory) / "d.aimodel").experts == "chosen"
 
 
+def mixture_of_experts_tests(model: str, prompt: list[int], chunk: int) -> dict:
+    """The runtime tests every mixture-of-experts family shares, for its test module's
+    namespace (`globals().update(...)`): greedy tokens and logits like transformers with
+    both KV strategies, every expert weighted like the chosen ones, and layer ranges.
+    They use the module's `checkpoints` and `assets` fixtures (`entry_fixtures`)."""
+    import pytest
+
+    strategies = pytest.mark.parametrize("strategy", ["runtime-index", "input-mask-blend"])
+
+    @strategies
+    def test_greedy_tokens_on_the_runtime_match_transformers(checkpoints, assets, strategy):
+        assert len(prompt) > chunk  # the prompt spans prefill chunks and single steps
+        check_runtime_greedy(model, checkpoints, assets, "default", strategy, prompt)
+
+    @strategies
+    def test_every_expert_weighted_computes_what_the_chosen_ones_compute(
+        checkpoints, assets, strategy
+    ):
+        check_experts_computed_both_ways(model, checkpoints, assets, strategy, prompt)
+
+    @strategies
+    def test_layer_ranges_decode_like_transformers_and_like_one_function(
+        checkpoints, assets, strategy
+    ):
+        from zoo.core.spec import DecodeSpec
+
+        layout = "ranges"
+        check_runtime_greedy(model, checkpoints, assets, "default", strategy, prompt, layout)
+        check_layout_computes_the_same(assets, "default", strategy, layout)
+        assert len(DecodeSpec.of_asset(assets["default", strategy, layout]).ranges) == 4
+
+    return {
+        test.__name__: test
+        for test in (
+            test_greedy_tokens_on_the_runtime_match_transformers,
+            test_every_expert_weighted_computes_what_the_chosen_ones_compute,
+            test_layer_ranges_decode_like_transformers_and_like_one_function,
+        )
+    }
+
+
 def check_stacked_experts_compressed_stacked(checkpoint, directory, prompt: list[int]) -> None:
     """Experts published stacked are compressed stacked (`zoo.core.stores`): `--compress`
     keeps `--experts auto` on the chosen experts; the experts' weights are stored as codes

@@ -126,3 +126,13 @@ def test_unread_weights_are_not_exported(gpt_oss):
     drop_unread(model)
     assert not any(p.is_meta for p in model.parameters())
     assert isinstance(model.layers[0].mlp.experts.gate_up_proj, torch.Tensor)
+
+
+def test_functions_load_when_first_called(assets):
+    """The runtime holds a loaded function's weights expanded: a run that only decodes
+    (a prompt shorter than a prefill chunk) never loads the prefill functions."""
+    with Generator(assets["on"]) as generator:
+        generator.feed(PROMPT[:3])
+        assert list(dict.keys(generator.functions)) == ["decode"]
+        generator.feed(PROMPT * 2)  # whole chunks: prefill now
+        assert set(dict.keys(generator.functions)) == {"decode", "prefill"}

@@ -14,15 +14,12 @@ import shutil
 import pytest
 
 from zoo.core.files import UnsupportedConfig
-from zoo.core.spec import DecodeSpec
 from zoo.mixtral import ENTRY, load_mixtral
 from zoo.testing import (
     check_cli_export_and_generate,
     check_compressed_experts_are_all_computed,
-    check_experts_computed_both_ways,
-    check_layout_computes_the_same,
     check_logits_match_transformers,
-    check_runtime_greedy,
+    mixture_of_experts_tests,
 )
 
 from .conftest import CHUNK
@@ -35,23 +32,8 @@ def test_logits_match_transformers(checkpoints, variant):
     check_logits_match_transformers("mixtral", checkpoints[variant], PROMPT)
 
 
-@pytest.mark.parametrize("strategy", ["runtime-index", "input-mask-blend"])
-def test_greedy_tokens_on_the_runtime_match_transformers(checkpoints, assets, strategy):
-    assert len(PROMPT) > CHUNK  # the prompt spans prefill chunks and single steps
-    check_runtime_greedy("mixtral", checkpoints, assets, "default", strategy, PROMPT)
-
-
-@pytest.mark.parametrize("strategy", ["runtime-index", "input-mask-blend"])
-def test_every_expert_weighted_computes_what_the_chosen_ones_compute(checkpoints, assets, strategy):
-    check_experts_computed_both_ways("mixtral", checkpoints, assets, strategy, PROMPT)
-
-
-@pytest.mark.parametrize("strategy", ["runtime-index", "input-mask-blend"])
-def test_layer_ranges_decode_like_transformers_and_like_one_function(checkpoints, assets, strategy):
-    layout = "ranges"
-    check_runtime_greedy("mixtral", checkpoints, assets, "default", strategy, PROMPT, layout)
-    check_layout_computes_the_same(assets, "default", strategy, layout)
-    assert len(DecodeSpec.of_asset(assets["default", strategy, layout]).ranges) == 4
+# greedy and logits like transformers (both KV strategies), all experts, layer ranges
+globals().update(mixture_of_experts_tests("mixtral", PROMPT, CHUNK))
 
 
 def test_bad_expert_configs_are_refused_by_name(checkpoints, tmp_path):

@@ -13,14 +13,11 @@ import torch
 
 from zoo.core.decode import torch_logits
 from zoo.core.experts import MixtureOfExperts
-from zoo.core.spec import DecodeSpec
 from zoo.qwen3_5_moe import load_qwen3_5_moe
 from zoo.testing import (
     check_cli_export_and_generate,
-    check_experts_computed_both_ways,
-    check_layout_computes_the_same,
     check_logits_match_transformers,
-    check_runtime_greedy,
+    mixture_of_experts_tests,
 )
 
 from .conftest import CHUNK
@@ -43,23 +40,8 @@ def test_every_layer_routes_beside_a_gated_shared_expert(checkpoints):
     assert (torch_logits(model, PROMPT) - before).abs().max() > 1e-3
 
 
-@pytest.mark.parametrize("strategy", ["runtime-index", "input-mask-blend"])
-def test_greedy_tokens_on_the_runtime_match_transformers(checkpoints, assets, strategy):
-    assert len(PROMPT) > CHUNK  # the prompt spans prefill chunks and single steps
-    check_runtime_greedy("qwen3_5_moe", checkpoints, assets, "default", strategy, PROMPT)
-
-
-@pytest.mark.parametrize("strategy", ["runtime-index", "input-mask-blend"])
-def test_every_expert_weighted_computes_what_the_chosen_ones_compute(checkpoints, assets, strategy):
-    check_experts_computed_both_ways("qwen3_5_moe", checkpoints, assets, strategy, PROMPT)
-
-
-@pytest.mark.parametrize("strategy", ["runtime-index", "input-mask-blend"])
-def test_layer_ranges_decode_like_transformers_and_like_one_function(checkpoints, assets, strategy):
-    layout = "ranges"
-    check_runtime_greedy("qwen3_5_moe", checkpoints, assets, "default", strategy, PROMPT, layout)
-    check_layout_computes_the_same(assets, "default", strategy, layout)
-    assert len(DecodeSpec.of_asset(assets["default", strategy, layout]).ranges) == 4
+# greedy and logits like transformers (both KV strategies), all experts, layer ranges
+globals().update(mixture_of_experts_tests("qwen3_5_moe", PROMPT, CHUNK))
 
 
 def test_cli_export_and_generate(checkpoints, tmp_path):

@@ -15,15 +15,12 @@ import pytest
 
 from zoo.core.experts import MixtureOfExperts
 from zoo.core.files import UnsupportedConfig
-from zoo.core.spec import DecodeSpec
 from zoo.qwen3_moe import ENTRY, load_qwen3_moe
 from zoo.testing import (
     check_cli_export_and_generate,
     check_compressed_experts_are_all_computed,
-    check_experts_computed_both_ways,
-    check_layout_computes_the_same,
     check_logits_match_transformers,
-    check_runtime_greedy,
+    mixture_of_experts_tests,
 )
 
 from .conftest import CHUNK
@@ -44,23 +41,8 @@ def test_sparse_and_dense_layers_follow_the_config(checkpoints):
     assert kinds == [False, False, False, True]  # step 2: layers 1 and 3; 1 is mlp-only
 
 
-@pytest.mark.parametrize("strategy", ["runtime-index", "input-mask-blend"])
-def test_greedy_tokens_on_the_runtime_match_transformers(checkpoints, assets, strategy):
-    assert len(PROMPT) > CHUNK  # the prompt spans prefill chunks and single steps
-    check_runtime_greedy("qwen3_moe", checkpoints, assets, "default", strategy, PROMPT)
-
-
-@pytest.mark.parametrize("strategy", ["runtime-index", "input-mask-blend"])
-def test_every_expert_weighted_computes_what_the_chosen_ones_compute(checkpoints, assets, strategy):
-    check_experts_computed_both_ways("qwen3_moe", checkpoints, assets, strategy, PROMPT)
-
-
-@pytest.mark.parametrize("strategy", ["runtime-index", "input-mask-blend"])
-def test_layer_ranges_decode_like_transformers_and_like_one_function(checkpoints, assets, strategy):
-    layout = "ranges"
-    check_runtime_greedy("qwen3_moe", checkpoints, assets, "default", strategy, PROMPT, layout)
-    check_layout_computes_the_same(assets, "default", strategy, layout)
-    assert len(DecodeSpec.of_asset(assets["default", strategy, layout]).ranges) == 4
+# greedy and logits like transformers (both KV strategies), all experts, layer ranges
+globals().update(mixture_of_experts_tests("qwen3_moe", PROMPT, CHUNK))
 
 
 def test_bad_expert_configs_are_refused_by_name(checkpoints, tmp_path):
