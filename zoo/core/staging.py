@@ -55,20 +55,29 @@ def _interrupts_raise():
 # crash kills it. So a small watcher process holds the other end of a pipe while a staging
 # directory is built: if the pipe closes without "done", it removes the directory.
 _WATCHER = """
-import shutil, sys
-staging, path = sys.argv[1:3]
+import os, shutil, sys
+staging, path, *created = sys.argv[1:]
 if sys.stdin.read() != "done":
     shutil.rmtree(staging, ignore_errors=True)
-    print(f"error: writing {path} stopped the process (the line above says why: a full "
-          "disk?); the partial asset was removed, nothing else changed", file=sys.stderr)
+    for directory in created:  # the folders made for it, if nothing else went in them
+        try:
+            os.rmdir(directory)
+        except OSError:
+            pass
+    print(f"error: the process writing {path} ended before it finished (killed, out of "
+          "memory, or a write that failed: the lines above say which, if any); the partial "
+          "asset and the folders made for it were removed, nothing else changed",
+          file=sys.stderr)
 """
 
 
 @contextlib.contextmanager
-def _removed_if_the_process_dies(staging: Path, path: Path) -> Iterator[None]:
+def _removed_if_the_process_dies(
+    staging: Path, path: Path, created: list[Path] = ()
+) -> Iterator[None]:
 
     watcher = subprocess.Popen(
-        [sys.executable, "-c", _WATCHER, str(staging), str(path)],
+        [sys.executable, "-c", _WATCHER, str(staging), str(path), *map(str, created)],
         stdin=subprocess.PIPE,
         text=True,
         start_new_session=True,  # a Ctrl-C to the process group is ours to handle
@@ -97,7 +106,7 @@ def replacing_directory(path: Path, overwrite: bool) -> Iterator[Path]:
     )
     done = False
     try:
-        with _interrupts_raise(), _removed_if_the_process_dies(staging, path):
+        with _interrupts_raise(), _removed_if_the_process_dies(staging, path, created):
             fresh = staging / path.name
             yield fresh
             if path.exists():
