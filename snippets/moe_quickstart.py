@@ -118,6 +118,44 @@ assert tokens == expected, (tokens, expected)
 print("gemma4 (moe):", tokens, "8/8 identical to transformers")
 # --8<-- [end:gemma4]
 
+# --8<-- [start:router]
+from zoo.core.compress import get_preset
+from zoo.core.decode import torch_logits
+
+
+def routes(model, ids: list[int]) -> list[set]:
+    """The experts each router picks for each token, every layer (eager)."""
+    picked = []
+    routers = [layer.mlp.gate for layer in model.layers]
+    hooks = [
+        r.register_forward_hook(
+            lambda m, i, logits: picked.extend(
+                set(row) for row in logits.topk(2).indices.tolist()
+            )
+        )
+        for r in routers
+    ]
+    torch_logits(model, ids)
+    for hook in hooks:
+        hook.remove()
+    return picked
+
+
+text = [(7 * i + 3) % 120 + 4 for i in range(64)]  # 64 tokens
+exact = routes(load(checkpoint, capacity=64), text)
+int4 = load(checkpoint, capacity=64, compress="int4-block32")  # router fp32
+also = load(checkpoint, capacity=64)
+for layer in also.layers:  # the router compressed too, as any projection
+    del layer.mlp.gate.is_router
+get_preset("int4-block32").apply(also)
+for name, model in (("router fp32", int4), ("router 4-bit too", also)):
+    same = sum(a == b for a, b in zip(exact, routes(model, text), strict=True))
+    print(
+        f"int4-block32, {name:16}: {same / len(exact):.1%} of the "
+        f"{len(exact)} token-layer routes as in fp32"
+    )
+# --8<-- [end:router]
+
 # --8<-- [start:sizes]
 import json
 
