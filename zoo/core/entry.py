@@ -113,6 +113,10 @@ class ModelEntry:
         def build() -> nn.Module:
             return self.model(config, strategy, capacity, **options)
 
+        if config.tie_word_embeddings and _stores_a_head(directory, self.checkpoint_name):
+            # config.json says tied, the checkpoint holds a head of its own: transformers 5
+            # computes with the stored head, so the zoo does too
+            config.tie_word_embeddings = False
         ignored = list(self.unused_weights(config))
         if config.tie_word_embeddings:
             ignored.append("lm_head.")
@@ -160,6 +164,14 @@ class ModelEntry:
     def text_config_class(self) -> str:
         suffix = "Config" if self.text_only else "TextConfig"
         return f"{self.transformers_name}{suffix}"
+
+
+def _stores_a_head(directory: str | Path, rename: Callable[[str], str | None]) -> bool:
+    try:
+        find_tensor(directory, rename, "lm_head.weight")
+    except CheckpointError:
+        return False
+    return True
 
 
 # The model contract (`zoo.core.contract.Decoder`): checked at registration on the entry's

@@ -151,3 +151,26 @@ def test_ctrl_c_during_generate_exits_130_every_time(long_asset):
         codes.append(process.returncode)
         assert process.returncode == 130, err.decode()[-1500:]
     assert codes == [130] * 10
+
+
+@pytest.mark.parametrize("model", ["phi3", "qwen3_5", "llama"])
+def test_a_head_stored_beside_a_tied_config_is_the_head_used(model, tmp_path):
+    """config.json says `tie_word_embeddings: true` but the checkpoint stores lm_head.weight:
+    transformers 5.23 computes with the stored head, and so does the zoo (it was dropped)."""
+    import torch
+
+    from zoo.core.decode import torch_logits
+    from zoo.core.entry import get_entry
+    from zoo.reference import make_tiny_checkpoint, reference_model
+
+    checkpoint = make_tiny_checkpoint(model, tmp_path / model, tie_word_embeddings=False)
+    config = json.loads((checkpoint / "config.json").read_text())
+    for level in (config, config.get("text_config") or {}):
+        level["tie_word_embeddings"] = True
+    (checkpoint / "config.json").write_text(json.dumps(config))
+    ours = get_entry(model).load(checkpoint, capacity=64)
+    assert ours.lm_head is not None
+    ids = [2, 17, 33, 91, 5]
+    with torch.no_grad():
+        want = reference_model(model, checkpoint)(torch.tensor([ids])).logits
+    assert (torch_logits(ours, ids) - want).abs().max().item() < 1e-4
