@@ -66,8 +66,21 @@ class SidecarSource:
         with safe_open(str(self.file), framework="pt") as tensors:
             table = self._slice(tensors)
             picked = torch.cat([table[i : i + 1] for i in flat]) if flat else None
+        self._check_finite(picked, 0)
         values, scales = quantize_rows(picked)
         return torch.from_numpy(dequantize(values, scales)).reshape(*ids.shape, -1)
+
+    def _check_finite(self, block, start: int) -> None:
+        """A NaN or inf in the table would quantize to garbage rows, silently: refused."""
+        import torch
+
+        if block is not None and not bool(torch.isfinite(block.float()).all()):
+            from zoo.core.checkpoint import CheckpointError
+
+            raise CheckpointError(
+                f"{self.file}: {self.key} has NaN or infinite values (rows from {start}): "
+                "the checkpoint is damaged"
+            )
 
     def write(self, path: Path) -> dict:
         """Quantize the table block by block into `path` (safetensors: `values`, `scales`)."""
@@ -78,6 +91,7 @@ class SidecarSource:
             table = self._slice(tensors)
             for start in range(0, rows, ROWS_PER_BLOCK):
                 block = table[start : start + ROWS_PER_BLOCK]
+                self._check_finite(block, start)
                 values[start : start + len(block)], scales[start : start + len(block)] = (
                     quantize_rows(block)
                 )

@@ -43,6 +43,7 @@ def work(checkpoints, assets, tmp_path_factory) -> Path:
         "zero-window": {"sliding_window": 0},
         "far-eos": {"eos_token_id": 99999},
         "nan-weight": "nan",
+        "nan-table": "nan-table",
         "two-shards": "duplicate",
         "fifo-config": "fifo",
         "dir-weights": "directory",
@@ -57,12 +58,14 @@ def work(checkpoints, assets, tmp_path_factory) -> Path:
             (target / "model.safetensors").write_bytes(data[: len(data) // 2])
         elif change is None:
             (target / "config.json").write_text('{"model_type": "gemma4_text"}')
-        elif change in ("nan", "duplicate"):
+        elif change in ("nan", "nan-table", "duplicate"):
             from safetensors.torch import load_file, save_file
 
             tensors = load_file(target / "model.safetensors")
             if change == "nan":
                 tensors["model.norm.weight"][0] = float("nan")
+            elif change == "nan-table":  # the per-layer-embedding table, a sidecar
+                tensors["model.embed_tokens_per_layer.weight"][5, 0] = float("nan")
             else:  # a second shard holding one tensor again, and no index
                 save_file(
                     {"model.norm.weight": tensors["model.norm.weight"] * 2},
@@ -160,6 +163,11 @@ CASES = [
     ("export zero-window out/x.aimodel", 2, "sliding_window=0 (expected a number above 0)"),
     ("export far-eos out/x.aimodel", 2, "eos_token_id [99999] is outside the vocabulary"),
     ("export nan-weight out/x.aimodel", 2, "model.norm.weight has NaN or infinite values"),
+    (
+        "export nan-table out/x.aimodel --sidecar on",
+        2,
+        "embed_tokens_per_layer.weight has NaN or infinite values",
+    ),
     ("export two-shards out/x.aimodel", 2, "model.norm.weight is in both"),
     ("export fifo-config out/x.aimodel", 2, "config.json is not a regular file"),
     ("export dir-weights out/x.aimodel", 2, "model.safetensors is not a regular file"),
