@@ -19,9 +19,8 @@ from zoo.gpt_oss import ENTRY, load_gpt_oss
 from zoo.testing import (
     check_cli_export_and_generate,
     check_logits_match_transformers,
-    check_stacked_experts_compressed_stacked,
-    mixture_of_experts_tests,
 )
+from zoo.testing_experts import check_stacked_experts_compressed_stacked, mixture_of_experts_tests
 
 from .conftest import CHUNK
 

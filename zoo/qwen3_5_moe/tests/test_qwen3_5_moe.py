@@ -17,8 +17,8 @@ from zoo.qwen3_5_moe import load_qwen3_5_moe
 from zoo.testing import (
     check_cli_export_and_generate,
     check_logits_match_transformers,
-    mixture_of_experts_tests,
 )
+from zoo.testing_experts import mixture_of_experts_tests
 
 from .conftest import CHUNK
 

@@ -18,10 +18,9 @@ from zoo.core.files import UnsupportedConfig
 from zoo.qwen3_moe import ENTRY, load_qwen3_moe
 from zoo.testing import (
     check_cli_export_and_generate,
-    check_compressed_experts_are_all_computed,
     check_logits_match_transformers,
-    mixture_of_experts_tests,
 )
+from zoo.testing_experts import check_compressed_experts_are_all_computed, mixture_of_experts_tests
 
 from .conftest import CHUNK
 

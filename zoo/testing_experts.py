@@ -1,0 +1,106 @@
+"""Checks every mixture-of-experts family shares (`zoo.testing`'s, for experts): the two
+formulations, compression of the experts, and the runtime tests each family's module takes
+as they are (`mixture_of_experts_tests`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from zoo.testing import ExportedAssets, check_layout_computes_the_same, check_runtime_greedy
+
+
+def check_experts_computed_both_ways(
+    model: str, checkpoints: dict, assets: ExportedAssets, strategy: str, prompt: list[int]
+) -> None:
+    """A mixture of experts exported computing every expert, weighted, decodes like
+    transformers and like the default asset (the chosen experts only, GatherMM)."""
+    check_runtime_greedy(model, checkpoints, assets, "default", strategy, prompt, "all-experts")
+    check_layout_computes_the_same(assets, "default", strategy, "all-experts")
+
+
+def check_compressed_experts_are_all_computed(checkpoint, directory) -> None:
+    """`--compress` resolves `--experts auto` to every expert; chosen-only is refused."""
+    import pytest
+
+    from zoo.core.plan import plan_export
+
+    plan = plan_export(checkpoint, Path(directory) / "c.aimodel", compress="int8")
+    assert plan.experts == "all" and "every expert" in plan.describe()
+    with pytest.raises(ValueError, match="--experts chosen stacks the experts' weights"):
+        plan_export(checkpoint, Path(directory) / "c.aimodel", compress="int8", experts="chosen")
+    assert plan_export(checkpoint, Path(directory) / "d.aimodel").experts == "chosen"
+
+
+def mixture_of_experts_tests(model: str, prompt: list[int], chunk: int) -> dict:
+    """The runtime tests every mixture-of-experts family shares, for its test module's
+    namespace (`globals().update(...)`): greedy tokens and logits like transformers with
+    both KV strategies, every expert weighted like the chosen ones, and layer ranges.
+    They use the module's `checkpoints` and `assets` fixtures (`entry_fixtures`)."""
+    import pytest
+
+    strategies = pytest.mark.parametrize("strategy", ["runtime-index", "input-mask-blend"])
+
+    @strategies
+    def test_greedy_tokens_on_the_runtime_match_transformers(checkpoints, assets, strategy):
+        assert len(prompt) > chunk  # the prompt spans prefill chunks and single steps
+        check_runtime_greedy(model, checkpoints, assets, "default", strategy, prompt)
+
+    @strategies
+    def test_every_expert_weighted_computes_what_the_chosen_ones_compute(
+        checkpoints, assets, strategy
+    ):
+        check_experts_computed_both_ways(model, checkpoints, assets, strategy, prompt)
+
+    @strategies
+    def test_layer_ranges_decode_like_transformers_and_like_one_function(
+        checkpoints, assets, strategy
+    ):
+        from zoo.core.spec import DecodeSpec
+
+        layout = "ranges"
+        check_runtime_greedy(model, checkpoints, assets, "default", strategy, prompt, layout)
+        check_layout_computes_the_same(assets, "default", strategy, layout)
+        assert len(DecodeSpec.of_asset(assets["default", strategy, layout]).ranges) == 4
+
+    return {
+        test.__name__: test
+        for test in (
+            test_greedy_tokens_on_the_runtime_match_transformers,
+            test_every_expert_weighted_computes_what_the_chosen_ones_compute,
+            test_layer_ranges_decode_like_transformers_and_like_one_function,
+        )
+    }
+
+
+def check_stacked_experts_compressed_stacked(checkpoint, directory, prompt: list[int]) -> None:
+    """Experts published stacked are compressed stacked (`zoo.core.stores`): `--compress`
+    keeps `--experts auto` on the chosen experts; the experts' weights are stored as codes
+    and the router float32; chosen and all decode the same tokens on the runtime."""
+    from torch.nn.utils import parametrize
+
+    from zoo.core.entry import load
+    from zoo.core.experts import StackedExperts
+    from zoo.core.generator import runtime_greedy
+    from zoo.core.plan import plan_export
+    from zoo.core.run import run_plan
+    from zoo.lab.isolate import run_isolated
+
+    directory = Path(directory)
+    model = load(checkpoint, capacity=64, compress="int4-block32")
+    stacked = [m for m in model.modules() if isinstance(m, StackedExperts)]
+    assert stacked and all(
+        parametrize.is_parametrized(m, state) for m in stacked for state in m.COMPRESSED
+    )
+    assert not any(
+        parametrize.is_parametrized(m) for m in model.modules() if hasattr(m, "is_router")
+    )
+    tokens = {}
+    for experts in ("auto", "all"):
+        plan = plan_export(
+            checkpoint, directory / f"{experts}.aimodel", compress="int4-block32", experts=experts
+        )
+        assert plan.experts == ("chosen" if experts == "auto" else "all")
+        got = run_isolated(runtime_greedy, str(run_plan(plan)), prompt, timeout=300)
+        assert got.ok, got.summary()
+        tokens[experts] = got.result["tokens"]
+    assert tokens["auto"] == tokens["all"], tokens
