@@ -184,6 +184,14 @@ class DecoderConfig:
         """Experts in a mixture-of-experts layer, as config.json spells the count (0: dense)."""
         return getattr(self, "num_experts", None) or getattr(self, "num_local_experts", 0) or 0
 
+    def check_top_k(self, top_k: str = "num_experts_per_tok") -> None:
+        """The experts each token takes (the field `top_k`) must be 1 to the experts there
+        are (as config.json spells the count)."""
+        count_name = next(n for n in ("num_experts", "num_local_experts") if hasattr(self, n))
+        chosen, count = getattr(self, top_k), getattr(self, count_name)
+        if not 1 <= chosen <= count:
+            raise ValueError(f"config.json: {top_k}={chosen} is not 1 to {count_name}={count}")
+
     def refuse(self, unsupported: list[str]) -> None:
         if unsupported:
             raise UnsupportedConfig(

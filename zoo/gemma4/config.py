@@ -122,11 +122,7 @@ class Gemma4Config(DecoderConfig):
                         f"config.json: enable_moe_block needs {name} >= 1, got "
                         f"{getattr(self, name)!r}"
                     )
-            if self.top_k_experts > self.num_experts:
-                raise ValueError(
-                    f"config.json: top_k_experts={self.top_k_experts} is not 1 to "
-                    f"num_experts={self.num_experts}"
-                )
+            self.check_top_k("top_k_experts")
         # "vision" makes image tokens attend both ways; text-only decoding is unchanged.
         if self.use_bidirectional_attention not in (None, "vision"):
             unsupported.append(f"use_bidirectional_attention={self.use_bidirectional_attention!r}")

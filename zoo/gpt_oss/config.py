@@ -80,11 +80,7 @@ class GptOssConfig(DecoderConfig):
             )
         if set(self.layer_types) - set(LAYER_TYPES):
             unsupported.append(f"layer_types={sorted(set(self.layer_types))}")
-        if not 1 <= self.num_experts_per_tok <= self.num_local_experts:
-            raise ValueError(
-                f"config.json: num_experts_per_tok={self.num_experts_per_tok} is not 1 to "
-                f"num_local_experts={self.num_local_experts}"
-            )
+        self.check_top_k()
         quantized = (self.quantization_config or {}).get("quant_method")
         if quantized:
             unsupported.append(

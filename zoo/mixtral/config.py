@@ -44,9 +44,5 @@ class MixtralConfig(DecoderConfig):
 
     def __post_init__(self) -> None:
         unsupported = self.settle_plain_fields()
-        if not 1 <= self.num_experts_per_tok <= self.num_local_experts:
-            raise ValueError(
-                f"config.json: num_experts_per_tok={self.num_experts_per_tok} is not 1 to "
-                f"num_local_experts={self.num_local_experts}"
-            )
+        self.check_top_k()
         self.refuse(unsupported)

@@ -34,8 +34,4 @@ class Qwen3_5MoeConfig(Qwen3_5Config):
         for name in ("moe_intermediate_size", "shared_expert_intermediate_size", "num_experts"):
             if getattr(self, name) < 1:
                 raise ValueError(f"config.json: {name}={getattr(self, name)} (expected >= 1)")
-        if not 1 <= self.num_experts_per_tok <= self.num_experts:
-            raise ValueError(
-                f"config.json: num_experts_per_tok={self.num_experts_per_tok} is not 1 to "
-                f"num_experts={self.num_experts}"
-            )
+        self.check_top_k()

@@ -69,11 +69,7 @@ class Qwen3MoeConfig(DecoderConfig):
         for name in ("moe_intermediate_size", "num_experts_per_tok", "decoder_sparse_step"):
             if getattr(self, name) < 1:
                 raise ValueError(f"config.json: {name}={getattr(self, name)} (expected >= 1)")
-        if not 1 <= self.num_experts_per_tok <= self.num_experts:
-            raise ValueError(
-                f"config.json: num_experts_per_tok={self.num_experts_per_tok} is not 1 to "
-                f"num_experts={self.num_experts}"
-            )
+        self.check_top_k()
         outside = [i for i in self.mlp_only_layers if not 0 <= i < self.num_hidden_layers]
         if outside:
             raise ValueError(f"config.json: mlp_only_layers {outside} are not layers")
