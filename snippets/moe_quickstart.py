@@ -69,53 +69,44 @@ for experts, asset in assets.items():
     print(f"{experts:6} experts: {tokens} 8/8 identical to transformers")
 # --8<-- [end:generate]
 
+
 # --8<-- [start:mixtral]
+def export_and_compare(model: str, checkpoint) -> list[int]:
+    """Export `checkpoint`, greedy-decode 8 tokens on the runtime, and check
+    them against transformers' greedy decode of the same checkpoint."""
+    path = f"{checkpoint}.aimodel"
+    asset = zoo.export(checkpoint, path, capacity=64, chunk=4)
+    with Generator(asset) as generator:
+        tokens = generator.generate(prompt, 8, stop_token_ids=[])
+    expected = greedy_reference(reference_model(model, checkpoint), prompt)
+    assert tokens == expected, (model, tokens, expected)
+    print(f"{model}: {tokens} 8/8 identical to transformers")
+    return tokens
+
+
 mixtral = make_tiny_checkpoint("mixtral", "tiny-mixtral")  # 8 experts, 2 each
-asset = zoo.export(mixtral, "tiny-mixtral.aimodel", capacity=64, chunk=4)
-with Generator(asset) as generator:
-    tokens = generator.generate(prompt, max_new_tokens=8, stop_token_ids=[])
-expected = greedy_reference(reference_model("mixtral", mixtral), prompt)
-assert tokens == expected, (tokens, expected)
-print("mixtral:", tokens, "8/8 identical to transformers")
+export_and_compare("mixtral", mixtral)
 # --8<-- [end:mixtral]
 
 # --8<-- [start:gpt_oss]
 # sinks, yarn RoPE, sliding layers (a window of 4) beside full ones; 8 stacked
 # experts with biases and the clamped SwiGLU, 2 per token
 gpt_oss = make_tiny_checkpoint("gpt_oss", "tiny-gpt_oss")
-asset = zoo.export(gpt_oss, "tiny-gpt_oss.aimodel", capacity=64, chunk=4)
-with Generator(asset) as generator:
-    tokens = generator.generate(prompt, max_new_tokens=8, stop_token_ids=[])
-expected = greedy_reference(reference_model("gpt_oss", gpt_oss), prompt)
-assert tokens == expected, (tokens, expected)
-print("gpt_oss:", tokens, "8/8 identical to transformers")
+export_and_compare("gpt_oss", gpt_oss)
 # --8<-- [end:gpt_oss]
 
 # --8<-- [start:qwen3_5_moe]
 # the Qwen3.5 hybrid (3 GatedDeltaNet layers to 1 attention) with 6 experts,
 # 2 per token, beside a shared expert behind a sigmoid gate
 qwen3_5_moe = make_tiny_checkpoint("qwen3_5_moe", "tiny-qwen3_5_moe")
-asset = zoo.export(
-    qwen3_5_moe, "tiny-qwen3_5_moe.aimodel", capacity=64, chunk=4
-)
-with Generator(asset) as generator:
-    tokens = generator.generate(prompt, max_new_tokens=8, stop_token_ids=[])
-reference = reference_model("qwen3_5_moe", qwen3_5_moe)
-expected = greedy_reference(reference, prompt)
-assert tokens == expected, (tokens, expected)
-print("qwen3_5_moe:", tokens, "8/8 identical to transformers")
+export_and_compare("qwen3_5_moe", qwen3_5_moe)
 # --8<-- [end:qwen3_5_moe]
 
 # --8<-- [start:gemma4]
 # Gemma 4 26B-A4B's design: 6 experts (2 per token) beside each layer's MLP,
 # routed from the same residual, their own norms; experts stored stacked
 gemma4 = make_tiny_checkpoint("gemma4", "tiny-gemma4-moe", "moe", seed=1)
-asset = zoo.export(gemma4, "tiny-gemma4-moe.aimodel", capacity=64, chunk=4)
-with Generator(asset) as generator:
-    tokens = generator.generate(prompt, max_new_tokens=8, stop_token_ids=[])
-expected = greedy_reference(reference_model("gemma4", gemma4), prompt)
-assert tokens == expected, (tokens, expected)
-print("gemma4 (moe):", tokens, "8/8 identical to transformers")
+export_and_compare("gemma4", gemma4)
 # --8<-- [end:gemma4]
 
 # --8<-- [start:router]

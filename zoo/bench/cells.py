@@ -60,11 +60,9 @@ def _export(shape_name: str, strategy: str, layout: dict, asset: str, chunk: int
     shape = replace(shape, chunk=chunk) if chunk else shape
     model = build_decoder(shape, strategy)
     if layout.get("experts") == "chosen":  # stacked for GatherMM before the layout
-        from zoo.core.experts import MixtureOfExperts
+        from zoo.core.experts import stack_experts
 
-        for module in model.modules():
-            if isinstance(module, MixtureOfExperts):
-                module.stack()
+        stack_experts(model)
     apply_layout(model, layout["weights"], layout["keys"])
     spec = decode_spec(model, shape.chunk)
     started = time.perf_counter()

@@ -69,6 +69,20 @@ def section_digest(section: dict) -> str:
     return hashlib.sha256(json.dumps(kept, sort_keys=True).encode()).hexdigest()
 
 
+def sealed(section: dict, folder: Path) -> dict:
+    """An asset's zoo section as stored: every file of `folder` (but metadata.json) listed
+    with its size and sha256, and the section's own sha256 (`section_digest`), computed on
+    the section as it will be read back (JSON)."""
+    stored = json.loads(json.dumps(section))
+    stored["files"] = {
+        file.name: {"size": file.stat().st_size, "sha256": file_digest(file)}
+        for file in sorted(folder.iterdir())
+        if file.is_file() and file.name != "metadata.json"
+    }
+    stored["sha256"] = section_digest(stored)
+    return stored
+
+
 class AssetError(ValueError):
     """An asset's files are missing, truncated or altered: the runtime would crash on it."""
 

@@ -268,11 +268,9 @@ def write_asset(
         for file in (generation_files(source) if source is not None else [])
     }
     if plan.experts == "chosen":  # the experts stacked for GatherMM (zoo.core.experts)
-        from zoo.core.experts import MixtureOfExperts, StackedExperts
+        from zoo.core.experts import stack_experts
 
-        for module in list(model.modules()):
-            if isinstance(module, MixtureOfExperts | StackedExperts):
-                module.stack()
+        stack_experts(model)
     preset.check_range(model)
     apply_layout(model, plan.weights, plan.keys)  # the projections left as nn.Linear
     spec = decode_spec(model, plan.chunk, source.name if source is not None else None)

@@ -167,6 +167,14 @@ class MixtureOfExperts(nn.Module):
         return out
 
 
+def stack_experts(model: nn.Module) -> None:
+    """Switch every mixture of experts in `model` to the chosen formulation (GatherMM):
+    before the layout, which would re-store the per-expert projections."""
+    for module in list(model.modules()):
+        if isinstance(module, MixtureOfExperts | StackedExperts):
+            module.stack()
+
+
 def experts_stored(model: nn.Module) -> str | None:
     """How a decoder stores its experts: "stacked" as published (`StackedExperts`,
     compressed stacked), "per-expert" (one module each, stacked for GatherMM after

@@ -21,7 +21,7 @@ from typing import Any
 
 import torch
 
-from zoo.core.asset import METADATA_KEY, file_digest, section_digest
+from zoo.core.asset import METADATA_KEY, sealed
 from zoo.core.provenance import provenance
 from zoo.core.staging import replacing_directory
 
@@ -326,10 +326,5 @@ def _save_atomically(
         asset.update_metadata(lambda m: m.set_custom(METADATA_KEY, stored))
         # Every file's size and hash, checked before the runtime opens the asset
         # (zoo.core.runtime.verify_asset): a damaged program kills the process.
-        stored["files"] = {
-            file.name: {"size": file.stat().st_size, "sha256": file_digest(file)}
-            for file in sorted(fresh.iterdir())
-            if file.is_file() and file.name != "metadata.json"
-        }
-        stored["sha256"] = section_digest(json.loads(json.dumps(stored)))  # as it is read
+        stored = sealed(stored, fresh)
         asset.update_metadata(lambda m: m.set_custom(METADATA_KEY, stored))

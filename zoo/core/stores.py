@@ -77,10 +77,12 @@ def is_stacked(module: nn.Module) -> bool:
     return hasattr(module, "COMPRESSED")
 
 
-def stacked_config(dtype: torch.dtype, block: int, asymmetric: bool, in_axis: int = 1):
-    """Each stacked expert weight in blocks of `block` inputs (-1: all of them) per expert
-    and output column: what a Linear's per-block (or per-channel) spec is, per expert.
-    `in_axis`: the axis of the inputs (1: `[experts, in, out]`, 2: `[experts, out, in]`)."""
+def weight_config(
+    states: tuple[str, ...], dtype: torch.dtype, asymmetric: bool, block: int | tuple[int, ...]
+):
+    """coreai-opt's config storing each of `states` in `dtype`: asymmetric (min-value
+    formulation) or symmetric, in blocks of `block` inputs along axis 1 (a Linear) or, as
+    a tuple, a block shape per axis (stacked experts: one block per expert and output)."""
     from coreai_opt.quantization import ModuleQuantizerConfig, QuantizationSpec
     from coreai_opt.quantization.spec import (
         PerBlockGranularity,
@@ -88,16 +90,26 @@ def stacked_config(dtype: torch.dtype, block: int, asymmetric: bool, in_axis: in
         QuantizationScheme,
     )
 
+    blocks = (
+        PerBlockGranularity(axis=None, block_size=block)
+        if isinstance(block, tuple)
+        else PerBlockGranularity(axis=1, block_size=block)
+    )
     spec = QuantizationSpec(
         dtype=dtype,
         qscheme=QuantizationScheme.ASYMMETRIC if asymmetric else QuantizationScheme.SYMMETRIC,
         qformulation=(QuantizationFormulation.MINVAL if asymmetric else QuantizationFormulation.ZP),
-        granularity=PerBlockGranularity(
-            axis=None, block_size=(1, block, 1) if in_axis == 1 else (1, 1, block)
-        ),
+        granularity=blocks,
     )
-    states = dict.fromkeys(("gate_up_proj", "down_proj"), spec)
-    return ModuleQuantizerConfig(op_input_spec=None, op_output_spec=None, op_state_spec=states)
+    return ModuleQuantizerConfig(
+        op_input_spec=None, op_output_spec=None, op_state_spec=dict.fromkeys(states, spec)
+    )
+
+
+def stacked_blocks(module: nn.Module, block: int) -> tuple[int, int, int]:
+    """Blocks of `block` inputs (-1: all) per expert and output column of a stacked weight
+    (`IN_AXIS`: 1 for `[experts, in, out]`, 2 for `[experts, out, in]`)."""
+    return (1, block, 1) if module.IN_AXIS == 1 else (1, 1, block)
 
 
 def int8_per_channel(name: str, module: nn.Module) -> Choice | None:
@@ -106,7 +118,8 @@ def int8_per_channel(name: str, module: nn.Module) -> Choice | None:
     from coreai_opt.quantization import ModuleQuantizerConfig
 
     if is_stacked(module):
-        return "quantize", stacked_config(torch.int8, -1, False, module.IN_AXIS), 8
+        blocks = stacked_blocks(module, -1)
+        return "quantize", weight_config(module.COMPRESSED, torch.int8, False, blocks), 8
     if not projection_or_table(module):
         return None
     return "quantize", ModuleQuantizerConfig.presets.w8(), 8
@@ -114,26 +127,11 @@ def int8_per_channel(name: str, module: nn.Module) -> Choice | None:
 
 def int4_block32(name: str, module: nn.Module) -> Choice | None:
     if is_stacked(module):
-        return "quantize", stacked_config(torch.uint4, 32, True, module.IN_AXIS), 4
+        blocks = stacked_blocks(module, 32)
+        return "quantize", weight_config(module.COMPRESSED, torch.uint4, True, blocks), 4
     if not projection_or_table(module):
         return None
-    from coreai_opt.quantization import ModuleQuantizerConfig, QuantizationSpec
-    from coreai_opt.quantization.spec import (
-        PerBlockGranularity,
-        QuantizationFormulation,
-        QuantizationScheme,
-    )
-
-    weight = QuantizationSpec(
-        dtype=torch.uint4,
-        qscheme=QuantizationScheme.ASYMMETRIC,
-        qformulation=QuantizationFormulation.MINVAL,
-        granularity=PerBlockGranularity(axis=1, block_size=32),
-    )
-    config = ModuleQuantizerConfig(
-        op_input_spec=None, op_output_spec=None, op_state_spec={"weight": weight}
-    )
-    return "quantize", config, 4
+    return "quantize", weight_config(("weight",), torch.uint4, True, 32), 4
 
 
 # Gemma 4's per-layer-embedding gate and projection: 8 bits, as Apple's preset

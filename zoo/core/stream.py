@@ -21,10 +21,9 @@ import gc
 import json
 import shutil
 from collections.abc import Callable
-from dataclasses import asdict, replace
 from pathlib import Path
 
-from zoo.core.asset import METADATA_KEY, file_digest, section_digest
+from zoo.core.asset import METADATA_KEY, file_digest, sealed
 from zoo.core.weights import layer_of
 
 PART = "range-{}.aimodel"
@@ -44,11 +43,8 @@ def range_tensors(start: int, stop: int, layers: int) -> Callable[[str], bool]:
 def write_streamed(plan, progress: Callable[[str], None] | None = None) -> Path:
     """Execute a streamed `ExportPlan`: each range loaded, compressed, converted, written
     and freed in turn, into one asset folder replaced atomically like any other."""
-    from zoo.core.compress import get_preset
-    from zoo.core.decode import decode_spec, write_asset
+    from zoo.core.decode import write_asset
     from zoo.core.entry import get_entry
-    from zoo.core.export import _without_none
-    from zoo.core.provenance import provenance
     from zoo.core.staging import replacing_directory
     from zoo.core.text import generation_files
 
@@ -73,36 +69,21 @@ def write_streamed(plan, progress: Callable[[str], None] | None = None) -> Path:
             )
             name = PART.format(number)
             part = write_asset(model, plan, fresh / name, part=number)
-            spec = decode_spec(model, plan.chunk, source.name)
             del model
             gc.collect()  # this range's weights go before the next range's are read
             zoo = json.loads((part / "metadata.json").read_text())["creatorDefinedMetadata"]
-            functions.update(zoo[METADATA_KEY]["entry_points"])
+            zoo = zoo[METADATA_KEY]  # each part carries the whole decode spec
+            functions.update(zoo["entry_points"])
             parts[name] = file_digest(part / "metadata.json")
-        spec = replace(
-            spec,
-            compression=get_preset(plan.compress).name,
-            compression_detail=get_preset(plan.compress).detail,
-            score_chunk=plan.score_chunk,
-            spans=list(plan.spans) if plan.spans else None,
-            ranges=[list(r) for r in plan.ranges],
-        )
-        files = {}
         for file in generation_files(source):
             shutil.copyfile(file, fresh / file.name)
-            copied = fresh / file.name
-            files[file.name] = {"size": copied.stat().st_size, "sha256": file_digest(copied)}
-        section = _without_none(
-            {
-                "producer": provenance(),
-                "entry_points": functions,
-                "decode": asdict(spec),
-                "parts": parts,
-                "files": files,
-            }
-        )
-        section = json.loads(json.dumps(section))  # as it will be read
-        section["sha256"] = section_digest(section)
+        section = {
+            "producer": zoo["producer"],
+            "entry_points": functions,
+            "decode": zoo["decode"],
+            "parts": parts,
+        }
+        section = sealed(section, fresh)  # the tokenizer files listed (the parts: above)
         metadata = {"creatorDefinedMetadata": {METADATA_KEY: section}}
         (fresh / "metadata.json").write_text(json.dumps(metadata, indent=2))
     return plan.output
