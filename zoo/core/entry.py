@@ -113,7 +113,7 @@ class ModelEntry:
         def build() -> nn.Module:
             return self.model(config, strategy, capacity, **options)
 
-        if config.tie_word_embeddings and _stores_a_head(directory, self.checkpoint_name):
+        if config.tie_word_embeddings and stores_a_head(directory, self.checkpoint_name):
             # config.json says tied, the checkpoint holds a head of its own: transformers 5
             # computes with the stored head, so the zoo does too
             config.tie_word_embeddings = False
@@ -166,7 +166,8 @@ class ModelEntry:
         return f"{self.transformers_name}{suffix}"
 
 
-def _stores_a_head(directory: str | Path, rename: Callable[[str], str | None]) -> bool:
+def stores_a_head(directory: str | Path, rename: Callable[[str], str | None]) -> bool:
+    """Whether the checkpoint holds a head of its own (`lm_head.weight`, our name)."""
     try:
         find_tensor(directory, rename, "lm_head.weight")
     except CheckpointError:

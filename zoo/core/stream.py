@@ -29,13 +29,20 @@ from zoo.core.weights import layer_of
 PART = "range-{}.aimodel"
 
 
-def range_tensors(start: int, stop: int, layers: int) -> Callable[[str], bool]:
+def range_tensors(start: int, stop: int, layers: int, tied: bool = False) -> Callable[[str], bool]:
     """Which tensors (our names) the range [start, stop) of `layers` computes with: its
-    layers', and the rest (embeddings, final norm, head) for the first and the last."""
+    layers'; the embedding for the first (and the last, when the head is `tied` to it), the
+    final norm and head for the last, any other tensor outside the layers for both."""
 
     def read(name: str) -> bool:
         layer = layer_of(name)
-        return start <= layer < stop if layer is not None else start == 0 or stop == layers
+        if layer is not None:
+            return start <= layer < stop
+        if name.startswith(("norm.", "lm_head.")):
+            return stop == layers
+        if name.startswith("embed_tokens."):
+            return start == 0 or (tied and stop == layers)
+        return start == 0 or stop == layers
 
     return read
 
@@ -44,12 +51,13 @@ def write_streamed(plan, progress: Callable[[str], None] | None = None) -> Path:
     """Execute a streamed `ExportPlan`: each range loaded, compressed, converted, written
     and freed in turn, into one asset folder replaced atomically like any other."""
     from zoo.core.decode import write_asset
-    from zoo.core.entry import get_entry
+    from zoo.core.entry import get_entry, stores_a_head
     from zoo.core.staging import replacing_directory
     from zoo.core.text import generation_files
 
     entry = get_entry(plan.entry)
     source = plan.checkpoint.resolve()
+    tied = not stores_a_head(source, entry.checkpoint_name)  # the head reads the embedding
     parts: dict[str, str] = {}
     functions: dict = {}
     with replacing_directory(plan.output, plan.overwrite) as fresh:
@@ -65,7 +73,7 @@ def write_streamed(plan, progress: Callable[[str], None] | None = None) -> Path:
                 plan.strategy,
                 plan.capacity,
                 compress=plan.compress,
-                only=range_tensors(start, stop, plan.layers),
+                only=range_tensors(start, stop, plan.layers, tied),
             )
             name = PART.format(number)
             part = write_asset(model, plan, fresh / name, part=number)

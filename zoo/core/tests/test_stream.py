@@ -79,7 +79,13 @@ def test_each_range_reads_only_its_own_tensors(gpt_oss):
     last = entry.load(gpt_oss, capacity=32, only=range_tensors(3, 4, 4))
     read = {n for n, p in last.named_parameters() if not p.is_meta}
     assert {"lm_head.weight", "norm.weight"} <= read
+    assert "embed_tokens.weight" not in read  # the first range's (the head is its own)
     assert not any(n.startswith(("layers.0.", "layers.1.", "layers.2.")) for n in read)
+    first = entry.load(gpt_oss, capacity=32, only=range_tensors(0, 1, 4))
+    read = {n for n, p in first.named_parameters() if not p.is_meta}
+    assert "embed_tokens.weight" in read and not read & {"lm_head.weight", "norm.weight"}
+    tied = range_tensors(3, 4, 4, tied=True)  # a tied head computes with the embedding
+    assert tied("embed_tokens.weight") and tied("norm.weight") and not tied("layers.0.x")
 
 
 def test_a_part_that_changed_or_went_is_refused_before_the_runtime(assets, tmp_path):
