@@ -231,3 +231,26 @@ def _text_beside_transformers(
         f"first {new_tokens} tokens agree": f"{agree}/{new_tokens}",
         "tokens": {"runtime": outcome.result, "transformers": want},
     }
+
+
+def store_experts_mxfp4(directory: Path) -> None:
+    """Rewrite a checkpoint's stacked expert weights (`*.mlp.experts.gate_up_proj`,
+    `down_proj`) as MXFP4 blocks and scales and say so in config.json, as GPT-OSS is
+    released (`zoo.core.mxfp4.quantize`; biases stay as they are)."""
+    from safetensors.torch import load_file, save_file
+
+    from zoo.core.mxfp4 import BLOCKS, SCALES, quantize
+
+    for path in sorted(directory.glob("*.safetensors")):
+        tensors = load_file(path)
+        stacked = ("experts.gate_up_proj", "experts.down_proj")
+        for key in [k for k in tensors if k.endswith(stacked)]:
+            blocks, scales = quantize(tensors.pop(key))
+            tensors[key + BLOCKS], tensors[key + SCALES] = blocks, scales
+        save_file(tensors, path, metadata={"format": "pt"})
+    config = json.loads((directory / "config.json").read_text())
+    config["quantization_config"] = {"quant_method": "mxfp4"}
+    (directory / "config.json").write_text(json.dumps(config, indent=2))
+    index = directory / "model.safetensors.index.json"
+    if index.exists():
+        raise NotImplementedError("a sharded checkpoint: rewrite its index too")

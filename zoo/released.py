@@ -201,7 +201,7 @@ def write_checkpoint(config: dict, directory: Path, seed: int = 0) -> Path:
     import torch
     import transformers
 
-    from zoo.reference import write_tokenizer
+    from zoo.reference import store_experts_mxfp4, write_tokenizer
 
     directory.mkdir(parents=True, exist_ok=True)
     (directory / "config.json").write_text(json.dumps(config, indent=2))
@@ -217,6 +217,8 @@ def write_checkpoint(config: dict, directory: Path, seed: int = 0) -> Path:
     model.eval().save_pretrained(directory)
     (directory / "config.json").write_text(json.dumps(config, indent=2))
     (directory / "generation_config.json").unlink(missing_ok=True)
+    if (config.get("quantization_config") or {}).get("quant_method") == "mxfp4":
+        store_experts_mxfp4(directory)  # GPT-OSS's experts, stored as released
     text = config.get("text_config", config)
     write_tokenizer(directory, text["vocab_size"])
     return directory

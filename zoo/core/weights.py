@@ -11,6 +11,7 @@ from pathlib import Path
 import torch
 from safetensors import SafetensorError, safe_open
 
+from zoo.core import mxfp4
 from zoo.core.checkpoint import CheckpointError
 from zoo.core.files import inside, read_json
 
@@ -89,13 +90,17 @@ def check_tensors(
     for path in safetensors_files(directory):
         with _open_safetensors(path) as tensors:
             for key in tensors.keys():  # noqa: SIM118 - safe_open is not a Mapping
-                name = rename(key)
+                packed = mxfp4.packed_name(key)  # MXFP4 `_blocks`: read with its `_scales`
+                name = rename(packed or key)
                 if name is None or any(name.startswith(prefix) for prefix in ignore):
                     continue
                 if name not in targets:
-                    unexpected.append(key)
+                    if not (key.endswith(mxfp4.SCALES) and rename(key[: -len(mxfp4.SCALES)])):
+                        unexpected.append(key)
                     continue
                 shape = tuple(tensors.get_slice(key).get_shape())
+                if packed and len(shape) == 4:
+                    shape = mxfp4.dequantized_shape(shape)
                 if shape != tuple(targets[name].shape):
                     misshaped.append(f"{key} {shape}, expected {tuple(targets[name].shape)}")
                 if name in found and found[name][0] != path:
@@ -139,16 +144,15 @@ def values_per_layer(
 ) -> dict[int | None, int]:
     """How many values the checkpoint's tensors hold per decoder layer (None: the rest,
     embeddings, final norm and head), from the safetensors headers."""
-    import math
 
     counts: dict[int | None, int] = {}
     for path in safetensors_files(directory):
         with _open_safetensors(path) as tensors:
             for key in tensors.keys():  # noqa: SIM118 - safe_open is not a Mapping
-                name = rename(key)
+                name = rename(mxfp4.packed_name(key) or key.removesuffix(mxfp4.SCALES))
                 if name is not None:
                     layer = layer_of(name)
-                    size = math.prod(tensors.get_slice(key).get_shape())
+                    size = mxfp4.stored_values(key, tensors.get_slice(key).get_shape())
                     counts[layer] = counts.get(layer, 0) + size
     return counts
 
@@ -223,7 +227,8 @@ def build_and_load(
                     if path not in handles:
                         handles[path] = files.enter_context(_open_safetensors(path))
                     try:
-                        _assign(module, name.rpartition(".")[2], handles[path].get_tensor(key))
+                        tensor = _read(handles[path], key, directory, rename)
+                        _assign(module, name.rpartition(".")[2], tensor)
                     except CheckpointError as error:
                         raise CheckpointError(f"{path}: {key} {error}") from None
             if loaded is not None and owner in owned:
@@ -236,6 +241,23 @@ def build_and_load(
     if left:
         raise CheckpointError(f"{directory}: no tensors were read for {_listed(left)}")
     return model
+
+
+def _read(tensors, key: str, directory: str | Path, rename) -> torch.Tensor:
+    """A checkpoint tensor; MXFP4 blocks dequantized with their scales (`zoo.core.mxfp4`)."""
+    if not mxfp4.packed_name(key):
+        return tensors.get_tensor(key)
+    scales = key[: -len(mxfp4.BLOCKS)] + mxfp4.SCALES
+    if scales in tensors.keys():  # noqa: SIM118 - safe_open is not a Mapping
+        scale_values = tensors.get_tensor(scales)
+    else:  # in another shard
+        path, _ = find_tensor(directory, lambda k: k if k == scales else None, scales)
+        with _open_safetensors(path) as other:
+            scale_values = other.get_tensor(scales)
+    try:
+        return mxfp4.dequantize(tensors.get_tensor(key), scale_values)
+    except ValueError as error:
+        raise CheckpointError(f"({error})") from None
 
 
 def drop_unread(model: torch.nn.Module) -> None:
@@ -275,11 +297,10 @@ def _assign(module: torch.nn.Module, leaf: str, tensor: torch.Tensor) -> None:
 
 def weight_count(directory: str | Path) -> int:
     """How many values the checkpoint's tensors hold, from the safetensors headers."""
-    import math
 
     total = 0
     for path in safetensors_files(directory):
         with _open_safetensors(path) as tensors:
             for key in tensors.keys():  # noqa: SIM118 - safe_open is not a Mapping
-                total += math.prod(tensors.get_slice(key).get_shape())
+                total += mxfp4.stored_values(key, tensors.get_slice(key).get_shape())
     return total

@@ -7,9 +7,9 @@ every layer is a mixture of `num_local_experts` (32, 128) of which 4 per token, 
 and a clamped SwiGLU (`swiglu_limit` 7, alpha 1.702).
 
 The released experts are stored MXFP4 (`quantization_config: {quant_method: mxfp4}`:
-`*_blocks` and `*_scales` tensors). This entry reads experts in bf16/fp32, as transformers
-saves them after dequantizing; an MXFP4 checkpoint is refused by name with how to
-dequantize it (transformers' `Mxfp4Config(dequantize=True)`, then `save_pretrained`).
+`*_blocks` and `*_scales` tensors): read as released and dequantized exactly on load
+(`zoo.core.mxfp4`, as transformers does), or in bf16/fp32 as transformers saves them after
+dequantizing. Any other `quant_method` is refused by name.
 """
 
 from __future__ import annotations
@@ -82,11 +82,10 @@ class GptOssConfig(DecoderConfig):
             unsupported.append(f"layer_types={sorted(set(self.layer_types))}")
         self.check_top_k()
         quantized = (self.quantization_config or {}).get("quant_method")
-        if quantized:
+        if quantized not in (None, "mxfp4"):  # MXFP4 (as released): zoo.core.mxfp4
             unsupported.append(
-                f"experts stored {quantized} (quantization_config): dequantize them first, "
-                "e.g. transformers' from_pretrained(..., quantization_config=Mxfp4Config("
-                "dequantize=True)) then save_pretrained"
+                f"experts stored {quantized} (quantization_config): dequantize them to "
+                "bf16 first (transformers' from_pretrained, then save_pretrained)"
             )
         self.refuse(unsupported)
 

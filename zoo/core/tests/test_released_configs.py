@@ -29,9 +29,6 @@ CASES = [(model, name) for model in MODELS for name in released_configs(model)]
 # What a refused size must name.
 REFUSED = {
     "gemma-4-12B-it": "gemma4_unified",
-    # the experts as released are MXFP4; zoo/gpt_oss's tests decode them dequantized
-    "gpt-oss-20b": "experts stored mxfp4",
-    "gpt-oss-120b": "experts stored mxfp4",
 }
 
 

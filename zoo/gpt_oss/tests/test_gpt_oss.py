@@ -14,6 +14,7 @@ import shutil
 
 import pytest
 
+from zoo.core.checkpoint import CheckpointError
 from zoo.core.files import UnsupportedConfig
 from zoo.gpt_oss import ENTRY, load_gpt_oss
 from zoo.testing import (
@@ -40,15 +41,47 @@ def test_bad_configs_are_refused_by_name(checkpoints, tmp_path):
     ckpt = tmp_path / "ckpt"
     shutil.copytree(checkpoints["default"], ckpt)
     config = json.loads((ckpt / "config.json").read_text())
-    mxfp4 = {"quant_method": "mxfp4", "modules_to_not_convert": ["model.layers.*.self_attn"]}
     for change, named in [
         (dict(num_experts_per_tok=9), "num_experts_per_tok=9 is not 1 to"),
         (dict(layer_types=["full_attention"]), "layer_types has 1 entries for 4 layers"),
-        (dict(quantization_config=mxfp4), "experts stored mxfp4 .*Mxfp4Config"),
+        (dict(quantization_config={"quant_method": "awq"}), "experts stored awq"),
     ]:
         (ckpt / "config.json").write_text(json.dumps({**config, **change}))
         with pytest.raises((ValueError, UnsupportedConfig), match=named):
             load_gpt_oss(ckpt, capacity=64)
+
+
+def test_experts_stored_mxfp4_as_released_are_read_like_transformers(checkpoints, tmp_path):
+    """GPT-OSS is released with MXFP4 experts: read as stored and dequantized exactly, the
+    weights equal transformers' own dequantization and the logits its model's."""
+    import torch
+    from safetensors import safe_open
+    from transformers.integrations.mxfp4 import convert_moe_packed_tensors
+
+    from zoo.reference import store_experts_mxfp4
+
+    released = shutil.copytree(checkpoints["default"], tmp_path / "mxfp4")
+    store_experts_mxfp4(released)
+    with safe_open(str(released / "model.safetensors"), "pt") as tensors:
+        key = "model.layers.1.mlp.experts.down_proj"
+        assert key not in tensors.keys()  # only the packed codes are stored
+        blocks, scales = tensors.get_tensor(key + "_blocks"), tensors.get_tensor(key + "_scales")
+    theirs = convert_moe_packed_tensors(blocks, scales, dtype=torch.float32)
+    ours = load_gpt_oss(released, capacity=64)
+    assert torch.equal(ours.layers[1].mlp.experts.down_proj, theirs)
+    check_logits_match_transformers("gpt_oss", released, PROMPT)
+    (released / "model.safetensors").rename(released / "model-00001-of-00001.safetensors")
+    with safe_open(str(released / "model-00001-of-00001.safetensors"), "pt") as tensors:
+        kept = {k: tensors.get_tensor(k) for k in tensors.keys()}  # noqa: SIM118
+    from safetensors.torch import save_file
+
+    scales = {k: kept.pop(k) for k in list(kept) if k.endswith("_scales")}
+    save_file(kept, released / "model-00001-of-00001.safetensors")
+    save_file(scales, released / "scales.safetensors")  # the scales in a shard of their own
+    assert torch.equal(load_gpt_oss(released, capacity=64).layers[1].mlp.experts.down_proj, theirs)
+    (released / "scales.safetensors").unlink()
+    with pytest.raises(CheckpointError, match="no tensor .*down_proj_scales"):
+        load_gpt_oss(released, capacity=64)
 
 
 def test_sinks_and_the_window_are_read_and_used(checkpoints):
