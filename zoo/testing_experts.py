@@ -18,19 +18,6 @@ def check_experts_computed_both_ways(
     check_layout_computes_the_same(assets, "default", strategy, "all-experts")
 
 
-def check_compressed_experts_are_all_computed(checkpoint, directory) -> None:
-    """`--compress` resolves `--experts auto` to every expert; chosen-only is refused."""
-    import pytest
-
-    from zoo.core.plan import plan_export
-
-    plan = plan_export(checkpoint, Path(directory) / "c.aimodel", compress="int8")
-    assert plan.experts == "all" and "every expert" in plan.describe()
-    with pytest.raises(ValueError, match="--experts chosen stacks the experts' weights"):
-        plan_export(checkpoint, Path(directory) / "c.aimodel", compress="int8", experts="chosen")
-    assert plan_export(checkpoint, Path(directory) / "d.aimodel").experts == "chosen"
-
-
 def mixture_of_experts_tests(model: str, prompt: list[int], chunk: int) -> dict:
     """The runtime tests every mixture-of-experts family shares, for its test module's
     namespace (`globals().update(...)`): greedy tokens and logits like transformers with
@@ -72,10 +59,13 @@ def mixture_of_experts_tests(model: str, prompt: list[int], chunk: int) -> dict:
     }
 
 
-def check_stacked_experts_compressed_stacked(checkpoint, directory, prompt: list[int]) -> None:
-    """Experts published stacked are compressed stacked (`zoo.core.stores`): `--compress`
-    keeps `--experts auto` on the chosen experts; the experts' weights are stored as codes
-    and the router float32; chosen and all decode the same tokens on the runtime."""
+def check_experts_compressed_stacked(checkpoint, directory, prompt: list[int] | None) -> None:
+    """Experts are compressed stacked (`zoo.core.stores`), whether published stacked
+    (GPT-OSS, Gemma 4) or one module per expert (stacked as they are read, before
+    compression): `--compress` keeps `--experts auto` on the chosen experts, GatherMM
+    reads the codes, the router stays float32, and the chosen and every-expert assets
+    decode the same tokens on the runtime (`prompt`; None: the plans only, for a family
+    whose experts compute as another's already tested)."""
     from torch.nn.utils import parametrize
 
     from zoo.core.entry import load
@@ -86,7 +76,7 @@ def check_stacked_experts_compressed_stacked(checkpoint, directory, prompt: list
     from zoo.lab.isolate import run_isolated
 
     directory = Path(directory)
-    model = load(checkpoint, capacity=64, compress="int4-block32")
+    model = load(checkpoint, capacity=64, compress="int4-block32", experts="chosen")
     stacked = [m for m in model.modules() if isinstance(m, StackedExperts)]
     assert stacked and all(
         parametrize.is_parametrized(m, state) for m in stacked for state in m.COMPRESSED
@@ -100,7 +90,9 @@ def check_stacked_experts_compressed_stacked(checkpoint, directory, prompt: list
             checkpoint, directory / f"{experts}.aimodel", compress="int4-block32", experts=experts
         )
         assert plan.experts == ("chosen" if experts == "auto" else "all")
+        if prompt is None:
+            continue
         got = run_isolated(runtime_greedy, str(run_plan(plan)), prompt, timeout=300)
         assert got.ok, got.summary()
         tokens[experts] = got.result["tokens"]
-    assert tokens["auto"] == tokens["all"], tokens
+    assert tokens.get("auto") == tokens.get("all"), tokens

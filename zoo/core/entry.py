@@ -9,6 +9,7 @@ the transformers reference, the bench) is generic and looks the entry up by name
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -19,6 +20,7 @@ from torch import nn
 
 from zoo.core.checkpoint import CheckpointError
 from zoo.core.contract import Decoder, members
+from zoo.core.experts import is_expert_projection, stack_experts
 from zoo.core.sidecar import SidecarSource
 from zoo.core.weights import build_and_load, find_tensor, stored_layers
 
@@ -78,6 +80,7 @@ class ModelEntry:
         compress: str = "fp32",
         progress: Callable[[str], None] | None = None,
         only: Callable[[str], bool] | None = None,
+        experts: str | None = None,
         **options,
     ) -> nn.Module:
         """A ready-to-export decoder (eval mode, float32) with the checkpoint's weights.
@@ -89,7 +92,9 @@ class ModelEntry:
         copy. Export such a model with the same `compress`. `progress`, if given, is told
         every quarter of the decoder layers read. `only(name)`, if given, picks the tensors
         read (one layer range of an export larger than memory, `zoo.core.stream`); the
-        others stay on the meta device."""
+        others stay on the meta device. `experts="chosen"` stacks experts published one
+        module per expert as they are read, and a compressing preset compresses the stacks
+        (`zoo.core.experts.stack_experts`), so GatherMM reads compressed codes."""
         import tempfile
 
         from zoo.core.compress import get_preset
@@ -141,9 +146,15 @@ class ModelEntry:
                 if progress and index and int(index) % step == 0 and index not in told:
                     told.add(index)
                     progress(f"{compress}: reading layer {int(index) + 1} of {layers}")
+                if experts == "chosen" and is_expert_projection(name):
+                    return module  # compressed once stacked, below
                 return preset.compress_module(name, module, store.name)
 
         model = build_and_load(build, directory, self.checkpoint_name, ignored, loaded, only)
+        if experts == "chosen":
+            stack_experts(
+                model, store and functools.partial(preset.compress_module, store=store.name)
+            )
         model.compression, model.weight_store = preset.name, store
         for name, weight in sidecars.items():  # read from the checkpoint when exported
             file, key = find_tensor(directory, self.checkpoint_name, weight)

@@ -23,6 +23,7 @@ same numbers, chosen at export (`formulation`, `zoo export --experts`):
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import torch
@@ -136,43 +137,55 @@ class MixtureOfExperts(nn.Module):
         return out
 
     def stack(self) -> None:
-        """Switch to the `chosen` formulation: the experts' weights stacked once into
-        `[1, experts, in, out]` tensors (the per-expert modules are dropped)."""
+        """Switch to the `chosen` formulation: the experts' weights stacked once into a
+        `StackedExperts` (`[experts, hidden, 2 * intermediate]`, gate then up, and
+        `[experts, intermediate, hidden]`; the per-expert modules are dropped), which a
+        preset then compresses stacked (`stack_experts`)."""
         if self.formulation == "chosen":
             return
-        from coreai_torch.composite_ops import GatherMM
-
         gates, ups, downs = zip(*(e.projections() for e in self.experts), strict=True)
+        hidden, intermediate = gates[0].in_features, gates[0].out_features
+        glu = functools.partial(gated, activation=self.activation)
+        stacked = StackedExperts(self.count, hidden, intermediate, glu, bias=False, meta=True)
         with torch.no_grad():
             pairs = zip(gates, ups, strict=True)
-            up = torch.stack([torch.cat([g.weight, u.weight]) for g, u in pairs])
-            down = torch.stack([d.weight for d in downs])
-        # [1, E, hidden, 2 * intermediate] and [1, E, intermediate, hidden]: x @ w per token
-        self.gate_up = nn.Parameter(up.transpose(1, 2)[None].contiguous(), requires_grad=False)
-        self.down = nn.Parameter(down.transpose(1, 2)[None].contiguous(), requires_grad=False)
-        self.gather_mm = GatherMM(num_batch_axes=1)
+            gate_up = torch.stack([torch.cat([g.weight, u.weight]).T for g, u in pairs])
+            down = torch.stack([d.weight.T for d in downs])
+        stacked.gate_up_proj = nn.Parameter(gate_up.contiguous(), requires_grad=False)
+        stacked.down_proj = nn.Parameter(down.contiguous(), requires_grad=False)
+        stacked.stack()
         del self.experts
-        self.formulation = "chosen"
+        self.stacked, self.formulation = stacked, "chosen"
 
     def _chosen_only(self, flat, weights, indices) -> torch.Tensor:
-        tokens, width = flat.shape
-        lhs = flat.reshape(1, tokens, 1, 1, width)  # [sets, N, 1, 1, hidden]
-        # [1, N, top_k, 1, 2 * intermediate]: each token against its chosen experts only
-        gate_up = self.gather_mm(lhs, self.gate_up, rhs_indices=indices.to(torch.int32))
-        gate, up = gate_up.chunk(2, dim=-1)
-        hidden = self.activation(gate) * up
-        out = self.gather_mm(hidden, self.down, rhs_indices=indices.to(torch.int32))
-        # [1, N, top_k, 1, hidden] weighted and summed over the chosen
-        out = (out[0, :, :, 0] * weights[..., None].to(out.dtype)).sum(dim=1)
-        return out
+        return self.stacked.compute(flat, weights, indices)
 
 
-def stack_experts(model: nn.Module) -> None:
+def stack_experts(model: nn.Module, compress: Callable | None = None) -> None:
     """Switch every mixture of experts in `model` to the chosen formulation (GatherMM):
-    before the layout, which would re-store the per-expert projections."""
-    for module in list(model.modules()):
-        if isinstance(module, MixtureOfExperts | StackedExperts):
+    before the layout, which would re-store the per-expert projections. Experts published
+    one module per expert are stacked here; `compress(name, module)`, if given, then
+    stores each new stack (`zoo.core.compress.Preset.compress_module`)."""
+    for name, module in list(model.named_modules()):
+        if isinstance(module, StackedExperts | StackedMixtureOfExperts):
+            module.stack()  # stacked as published (and compressed so as it was read)
+        elif isinstance(module, MixtureOfExperts) and module.formulation != "chosen":
             module.stack()
+            if compress is not None:
+                module.stacked = compress(f"{name}.stacked", module.stacked)
+
+
+def gated(gate_up: torch.Tensor, activation: Callable) -> torch.Tensor:
+    """The gated unit of stacked gate-then-up columns: `activation(gate) * up`."""
+    gate, up = gate_up.chunk(2, dim=-1)
+    return activation(gate) * up
+
+
+def is_expert_projection(name: str) -> bool:
+    """A projection of one expert published one module per expert (`...experts.3.w1`)."""
+    import re
+
+    return re.search(r"\.experts\.\d+\.", name) is not None
 
 
 def experts_stored(model: nn.Module) -> str | None:
@@ -217,6 +230,7 @@ class StackedExperts(nn.Module):
         glu: Callable,
         bias: bool = True,
         transposed: bool = False,
+        meta: bool = False,
     ) -> None:
         super().__init__()
         self.glu, self.count, self.transposed = glu, experts, transposed
@@ -224,8 +238,9 @@ class StackedExperts(nn.Module):
         gate_up, down = (experts, hidden, 2 * intermediate), (experts, intermediate, hidden)
         if transposed:
             gate_up, down = (experts, 2 * intermediate, hidden), (experts, hidden, intermediate)
-        self.gate_up_proj = nn.Parameter(torch.zeros(gate_up))
-        self.down_proj = nn.Parameter(torch.zeros(down))
+        device = "meta" if meta else None  # `meta`: filled by the caller (stacking)
+        self.gate_up_proj = nn.Parameter(torch.zeros(gate_up, device=device))
+        self.down_proj = nn.Parameter(torch.zeros(down, device=device))
         if bias:
             self.gate_up_proj_bias = nn.Parameter(torch.zeros(experts, 2 * intermediate))
             self.down_proj_bias = nn.Parameter(torch.zeros(experts, hidden))

@@ -320,17 +320,8 @@ def _resolve(
     wants_sidecar = preset.compresses_weights if sidecar == "auto" else sidecar == "on"
     if experts not in ("auto", "chosen", "all"):
         raise ValueError(f"--experts is auto, chosen or all, got {experts!r}")
-    # one module per expert (Qwen3 MoE, Mixtral) are stacked for GatherMM after loading,
-    # which compressed weights are not yet; experts published stacked (GPT-OSS) are
-    # compressed stacked
-    stacked_later = experts_stored == "per-expert" and preset.compresses_weights
-    if experts == "auto":
-        experts = "all" if stacked_later else "chosen"
-    if experts == "chosen" and stacked_later:
-        raise ValueError(
-            f"--experts chosen stacks the experts' weights, which --compress {preset.name} "
-            "does not do yet: export with --experts all (every expert, the same numbers)"
-        )
+    if experts == "auto":  # Apple's formulation; experts are compressed stacked either way
+        experts = "chosen"
     return ExportPlan(
         entry=entry.name,
         checkpoint=checkpoint,

@@ -33,6 +33,7 @@ def run_plan(plan: ExportPlan, progress: Callable[[str], None] | None = None) ->
         plan.capacity,
         compress=plan.compress,
         progress=progress,
+        experts=plan.experts,
         **options,
     )
     if progress and plan.ranges:

@@ -74,6 +74,7 @@ def write_streamed(plan, progress: Callable[[str], None] | None = None) -> Path:
                 plan.capacity,
                 compress=plan.compress,
                 only=range_tensors(start, stop, plan.layers, tied),
+                experts=plan.experts,
             )
             name = PART.format(number)
             part = write_asset(model, plan, fresh / name, part=number)

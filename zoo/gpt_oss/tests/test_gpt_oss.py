@@ -21,7 +21,7 @@ from zoo.testing import (
     check_cli_export_and_generate,
     check_logits_match_transformers,
 )
-from zoo.testing_experts import check_stacked_experts_compressed_stacked, mixture_of_experts_tests
+from zoo.testing_experts import check_experts_compressed_stacked, mixture_of_experts_tests
 
 from .conftest import CHUNK
 
@@ -92,7 +92,7 @@ def test_sinks_and_the_window_are_read_and_used(checkpoints):
 
 
 def test_experts_are_compressed_stacked_and_chosen_or_all_decode_alike(checkpoints, tmp_path):
-    check_stacked_experts_compressed_stacked(checkpoints["default"], tmp_path, PROMPT)
+    check_experts_compressed_stacked(checkpoints["default"], tmp_path, PROMPT)
 
 
 def test_cli_export_and_generate(checkpoints, tmp_path):

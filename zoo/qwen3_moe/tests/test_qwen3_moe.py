@@ -20,7 +20,7 @@ from zoo.testing import (
     check_cli_export_and_generate,
     check_logits_match_transformers,
 )
-from zoo.testing_experts import check_compressed_experts_are_all_computed, mixture_of_experts_tests
+from zoo.testing_experts import check_experts_compressed_stacked, mixture_of_experts_tests
 
 from .conftest import CHUNK
 
@@ -61,8 +61,8 @@ def test_bad_expert_configs_are_refused_by_name(checkpoints, tmp_path):
             load_qwen3_moe(ckpt)
 
 
-def test_compressed_experts_are_all_computed_and_chosen_is_refused(checkpoints, tmp_path):
-    check_compressed_experts_are_all_computed(checkpoints["default"], tmp_path)
+def test_experts_published_one_by_one_are_compressed_stacked(checkpoints, tmp_path):
+    check_experts_compressed_stacked(checkpoints["default"], tmp_path, PROMPT)
 
 
 def test_cli_export_and_generate(checkpoints, tmp_path):
