@@ -71,8 +71,6 @@ def chat_prompt(directory: Path, user_text: str, system: str | None = None) -> s
     template of a checkpoint directory
     (chat_template.jinja, or tokenizer_config.json's "chat_template"), ready for the
     model's reply, rendered in a sandbox as transformers renders it."""
-    from jinja2.sandbox import ImmutableSandboxedEnvironment
-
     from zoo.core.files import read_json
 
     config_path = directory / "tokenizer_config.json"
@@ -100,16 +98,16 @@ def chat_prompt(directory: Path, user_text: str, system: str | None = None) -> s
 
     from jinja2 import TemplateSyntaxError
 
-    environment = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
+    where = directory / "chat_template.jinja"
+    where = where if where.exists() else directory / "tokenizer_config.json"
+    environment = _bounded_environment(where)
     try:
         compiled = environment.from_string(template)
     except TemplateSyntaxError as error:
-        where = directory / "chat_template.jinja"
-        where = where if where.exists() else directory / "tokenizer_config.json"
         raise ValueError(
             f"{where}: the chat template has a syntax error (line {error.lineno}: {error.message})"
         ) from None
-    return compiled.render(
+    rendered = compiled.generate(
         messages=[
             *([{"role": "system", "content": system}] if system is not None else []),
             {"role": "user", "content": user_text},
@@ -119,6 +117,67 @@ def chat_prompt(directory: Path, user_text: str, system: str | None = None) -> s
         eos_token=special("eos_token"),
         raise_exception=raise_exception,
     )
+    pieces, size = [], 0
+    for piece in rendered:
+        size += len(piece)
+        if size > TEMPLATE_CHARACTERS:
+            environment.refuse(f"wrote over {TEMPLATE_CHARACTERS:,} characters")
+        pieces.append(piece)
+    return "".join(pieces)
+
+
+# A chat template is code from the checkpoint: its rendering gets a time and a size
+# limit (a real template renders a turn in milliseconds, in a few hundred characters).
+TEMPLATE_SECONDS = 5.0
+TEMPLATE_CHARACTERS = 1_000_000
+
+
+def _bounded_environment(where: Path):
+    """Jinja's immutable sandbox (as transformers renders templates), with every loop over
+    `range`, call and `*`/`**` checked against `TEMPLATE_SECONDS` and the size limit."""
+    import time
+
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+    deadline = time.monotonic() + TEMPLATE_SECONDS
+
+    class Bounded(ImmutableSandboxedEnvironment):
+        intercepted_binops = frozenset({"*", "**"})
+
+        def refuse(self, why: str):
+            raise ValueError(
+                f"{where}: the chat template {why} rendering one turn; it is not a chat "
+                "template to run (use --prompt-ids, or a checkpoint's own template)"
+            )
+
+        def tick(self) -> None:
+            if time.monotonic() > deadline:
+                self.refuse(f"ran over {TEMPLATE_SECONDS:g} s")
+
+        def call(self, context, obj, *args, **kwargs):
+            self.tick()
+            return super().call(context, obj, *args, **kwargs)
+
+        def call_binop(self, context, operator, left, right):
+            self.tick()
+            sized = [len(v) for v in (left, right) if isinstance(v, str | list | tuple)]
+            times = [v for v in (left, right) if isinstance(v, int)]
+            if operator == "*" and sized and times and sized[0] * times[0] > TEMPLATE_CHARACTERS:
+                self.refuse(f"wrote over {TEMPLATE_CHARACTERS:,} characters")
+            if operator == "**" and isinstance(right, int | float) and abs(right) > 64:
+                self.refuse(f"raised a number to the power {right}")
+            return super().call_binop(context, operator, left, right)
+
+    environment = Bounded(trim_blocks=True, lstrip_blocks=True)
+
+    def bounded_range(*args):
+        for step, value in enumerate(range(*args)):
+            if step % 1024 == 0:
+                environment.tick()
+            yield value
+
+    environment.globals["range"] = bounded_range
+    return environment
 
 
 def encode_prompt(

@@ -122,3 +122,38 @@ def test_a_system_turn_comes_before_the_users(tmp_path):
     rendered = chat_prompt(tmp_path, "w5", system="be brief")
     assert rendered.startswith("<|im_start|>system\nbe brief<|im_end|>\n<|im_start|>user\nw5")
     assert chat_prompt(tmp_path, "w5").startswith("<|im_start|>user\nw5")
+
+
+@pytest.mark.parametrize(
+    "template,named",
+    [
+        # nested loops that write nothing: stopped by the time limit
+        (
+            "{% for i in range(99999) %}{% for j in range(99999) %}{% endfor %}{% endfor %}",
+            "ran over",
+        ),
+        (
+            "{% for i in range(99999) %}{% for j in range(99999) %}y{% endfor %}{% endfor %}",
+            "wrote over",
+        ),
+        ("{{ 'x' * 999999999 }}", "wrote over 1,000,000 characters"),
+        ("{{ 2 ** 99999999 }}", "raised a number to the power 99999999"),
+    ],
+)
+def test_a_chat_template_that_runs_away_is_stopped(tmp_path, monkeypatch, template, named):
+    """A chat template is code from the checkpoint: rendering has a time and a size limit."""
+    import time
+
+    from zoo.core import text
+    from zoo.core.text import chat_prompt
+
+    monkeypatch.setattr(text, "TEMPLATE_SECONDS", 0.5)
+    (tmp_path / "chat_template.jinja").write_text(template)
+    started = time.monotonic()
+    with pytest.raises(ValueError, match=f"chat_template.jinja: the chat template {named}"):
+        chat_prompt(tmp_path, "hi")
+    assert time.monotonic() - started < 5
+    (tmp_path / "chat_template.jinja").write_text(
+        "{% for m in messages %}<{{ m.role }}>{{ m.content }}{% endfor %}"
+    )
+    assert chat_prompt(tmp_path, "hi", "be brief") == "<system>be brief<user>hi"
