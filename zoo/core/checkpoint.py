@@ -277,7 +277,13 @@ def _out_of_range(name: str, value) -> str | None:
         return "expected a finite number"
     if (name in POSITIVE_FIELDS or name.endswith("_eps")) and value <= 0:
         return "expected a number above 0"
+    if value < 0 and (name.startswith("num_") or name.endswith(COUNT_SUFFIXES)):
+        return "expected 0 or more"  # a size or a count, whatever the model calls it
     return None
+
+
+# config.json numbers that count or size something, by their name's end (or `num_...`)
+COUNT_SUFFIXES = ("_size", "_dim", "_heads", "_layers", "_input", "_interval", "_experts")
 
 
 # (our module name, module with its own tensors loaded) -> the module to keep in its place

@@ -266,7 +266,7 @@ def entry_for_checkpoint(directory: str | Path) -> ModelEntry:
         for kind in entry.config.model_types()
         if kind
     }
-    if model_type not in by_type:
+    if not isinstance(model_type, str) or model_type not in by_type:
         known = ", ".join(f"{t} (zoo.{e.name})" for t, e in sorted(by_type.items()))
         raise ValueError(
             f"{directory}/config.json has model_type {model_type!r}, which no zoo entry "

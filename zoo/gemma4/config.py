@@ -168,7 +168,11 @@ class Gemma4Config(DecoderConfig):
         for layer_type in set(self.layer_types):
             producers = [i for i in range(first_shared) if self.layer_types[i] == layer_type]
             if not producers:
-                raise UnsupportedConfig(f"no layer before the shared ones stores {layer_type!r} KV")
+                raise UnsupportedConfig(
+                    f"config.json: layer_types has no {layer_type!r} layer before the last "
+                    f"{self.num_kv_shared_layers} (num_kv_shared_layers), which reuse such "
+                    "a layer's KV: check layer_types and num_kv_shared_layers"
+                )
             modes[producers[-1]] = "store"
         return modes
 

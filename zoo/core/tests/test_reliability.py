@@ -56,6 +56,10 @@ def edited(tiny, tmp_path, **fields):
             r"rope_parameters\['sliding_attention'\] rope_theta=-1",
         ),
         ("qwen3_moe", {"num_experts_per_tok": 0}, "num_experts_per_tok=0"),
+        # a size or count of any name (negative: torch's "negative dimension" before)
+        ("qwen3_5", {"linear_value_head_dim": -1}, "linear_value_head_dim=-1 .expected 0 or"),
+        ("gemma4", {"hidden_size_per_layer_input": -1}, "hidden_size_per_layer_input=-1"),
+        ("gemma4", {"num_kv_shared_layers": -1}, "num_kv_shared_layers=-1"),
     ],
 )
 def test_a_number_that_cannot_be_right_is_refused_wherever_it_is_spelled(model, fields, named):
@@ -63,6 +67,13 @@ def test_a_number_that_cannot_be_right_is_refused_wherever_it_is_spelled(model, 
     config = {"model_type": entry.config.TEXT_TYPE, **entry.tiny.text, **fields}
     with pytest.raises(ValueError, match=named):
         entry.config.from_dict(config)
+
+
+def test_a_model_type_that_is_not_a_name_is_refused(tiny, tmp_path):
+    from zoo.core.entry import entry_for_checkpoint
+
+    with pytest.raises(ValueError, match="model_type \\[\\], which no zoo entry loads"):
+        entry_for_checkpoint(edited(tiny, tmp_path, model_type=[]))
 
 
 def test_weights_stored_as_integers_are_refused_naming_the_tensor(tiny, tmp_path):
