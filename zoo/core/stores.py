@@ -152,3 +152,41 @@ def fp16_pass(program):
     from coreai_opt.casting import cast_fp32_to_fp16
 
     return cast_fp32_to_fp16(program)
+
+
+def stored_bits(model: nn.Module) -> tuple[int, int]:
+    """(bits, weights) of every parameter as the asset stores it, as Apple's bits per
+    weight counts them: codes at their width (4-bit codes as 4, though held a byte each
+    here), scales, offsets and lookup tables at their dtype, and every weight left
+    uncompressed (embeddings, norms, biases, the router) at its own dtype."""
+    from torch.nn.utils import parametrize
+
+    bits = weights = 0
+    for module in model.modules():
+        compressed = (
+            dict(module.parametrizations.items()) if parametrize.is_parametrized(module) else {}
+        )
+        for chain in compressed.values():
+            stored = chain[0]
+            buffers = dict(stored.named_buffers())
+            if "lut" in buffers:  # palettized: indices of log2(entries) bits, and the LUTs
+                codes, entries = buffers.pop("indices"), buffers["lut"].shape[-2]
+                width = max(1, (entries - 1).bit_length())
+            else:
+                codes = buffers.pop("quantized_data")
+                width = _dtype_bits(getattr(stored, "input_dtype", None) or codes.dtype)
+            bits += codes.numel() * width
+            bits += sum(b.numel() * _dtype_bits(b.dtype) for b in buffers.values())
+            weights += codes.numel()
+        for name, parameter in module.named_parameters(recurse=False):
+            if name not in compressed and parameter.numel():
+                bits += parameter.numel() * _dtype_bits(parameter.dtype)
+                weights += parameter.numel()
+    return bits, weights
+
+
+def _dtype_bits(dtype: torch.dtype) -> int:
+    named = {torch.uint4: 4, torch.int4: 4, torch.uint2: 2, torch.uint1: 1}
+    if dtype in named:
+        return named[dtype]
+    return torch.finfo(dtype).bits if dtype.is_floating_point else torch.iinfo(dtype).bits

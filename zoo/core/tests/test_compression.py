@@ -197,3 +197,43 @@ def test_int4_block32_stores_fp16_scales_for_an_fp32_graph():
     assert error < 0.1  # 4-bit rounding, not a broken dequantization
     kept = get_preset("int4-block32").compress_module("with_bias", torch.nn.Linear(64, 96))
     assert kept.weight.dtype == torch.float32 and kept.bias.dtype == torch.float32
+
+
+@pytest.mark.parametrize(
+    "preset,bits",
+    [
+        ("fp32", 32 * 6144),
+        # 4-bit codes, an fp16 scale and an fp16 minimum per 32: 5.0 bits a weight
+        ("int4-block32", 6144 * 4 + 2 * (96 * 2) * 16),
+        # 8-bit codes, an fp32 scale and an int8 zero point per output channel
+        ("int8", 6144 * 8 + 96 * 32 + 96 * 8),
+        # 4-bit indices and a 16-entry fp32 table per 32 output channels
+        ("palettize4", 6144 * 4 + 3 * 16 * 32),
+    ],
+)
+def test_bits_per_weight_count_codes_scales_offsets_and_tables(preset, bits):
+    """Apple's bits per weight: what the asset stores, scales and tables included."""
+    import torch
+
+    from zoo.core.compress import get_preset
+    from zoo.core.stores import stored_bits
+
+    model = torch.nn.Sequential(torch.nn.Linear(64, 96, bias=False), torch.nn.LayerNorm(96))
+    get_preset(preset).apply(model)
+    assert stored_bits(model) == (bits + 2 * 96 * 32, 6144 + 2 * 96)  # the norm: fp32
+
+
+def test_perplexity_intervals_resample_windows_paired_with_fp32():
+    import numpy as np
+
+    from zoo.evaluation import summarize
+
+    fp32 = np.array([[90.0, 50, 0, 50]] * 4)
+    scores = np.array([[100.0, 50, 1.0, 40]] * 3 + [[120.0, 50, 2.0, 45]])
+    row = summarize(scores, fp32)
+    assert row["perplexity"] == pytest.approx(np.exp(420 / 200), abs=1e-3)
+    low, high = row["95% interval"]
+    assert np.exp(100 / 50) - 1e-3 <= low < row["perplexity"] < high <= np.exp(120 / 50) + 1e-3
+    assert row["KL vs fp32"] == pytest.approx(5 / 200) and row["top-1 vs fp32"] == 165 / 200
+    same = summarize(fp32, fp32)
+    assert same["change vs fp32 %"] == 0 and same["change 95% interval"] == [0, 0]

@@ -1,0 +1,233 @@
+"""Quality on enough text to trust: perplexity with a 95 % interval, on two kinds of text.
+
+`python -m zoo.evaluation smollm2-135m-instruct [--presets fp32,int8,...] [--windows 64]
+[--record DIR]` scores `windows` windows of `WINDOW` tokens (64 x 512: 32,768 tokens) of
+each of two texts nobody chose anything on (`TEXTS`: held-out State of the Union addresses,
+and the Python tutorial's reST sources: technical prose with code), with each preset's
+weights in torch eager: coreai-opt's compressed modules, the very codes the asset holds
+(`zoo.quality`'s records show the runtime computing what eager computes; `--check-runtime`
+exports each preset and asserts it again on a window). Per preset and text:
+
+- perplexity, with a 95 % interval from a bootstrap over windows, and its change against
+  fp32 with a paired interval (the same resampled windows for both: the two perplexities
+  move together, so the change is known far better than either);
+- mean KL(fp32 || preset) in nats and top-1 agreement with fp32;
+- bits per weight as Apple counts them (`zoo.core.stores.stored_bits`: codes, scales,
+  offsets and lookup tables, over every weight including the embedding).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+WINDOW = 512
+WINDOWS = 64
+TEXTS = ("sotu-held-out", "python-tutorial")
+RESAMPLES = 2000
+PRESETS = ("fp32", "int8", "int4-block32", "palettize4")
+BITS = "bits per weight (with scales)"  # as Apple counts them: zoo.core.stores.stored_bits
+
+
+def say(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def text_windows(name: str, text: str, windows: int, window: int = WINDOW) -> list[list[int]]:
+    """`windows` consecutive windows of `window` ids of fetched `text` (its files in name
+    order), as real model `name` tokenizes it; each starts with the tokenizer's own
+    special tokens (a bos), as a text would."""
+    from zoo.core.text import load_tokenizer
+    from zoo.fetch import fetch, fetch_text
+
+    folder = fetch_text(text)
+    files = sorted(p for p in folder.iterdir() if p.name.endswith(".txt"))
+    body = "\n\n".join(p.read_text(encoding="utf-8") for p in files)
+    tokenizer = load_tokenizer(fetch(name) / "tokenizer.json")
+    start = tokenizer.encode("").ids  # what the tokenizer puts before any text
+    ids = tokenizer.encode(body).ids[len(start) :]
+    step = window - len(start)
+    if len(ids) < windows * step:
+        raise ValueError(
+            f"{text} has {len(ids):,} tokens for {name}, fewer than {windows} windows of {step}"
+        )
+    return [start + ids[i * step : (i + 1) * step] for i in range(windows)]
+
+
+def window_scores(logits: np.ndarray, ids: list[int], reference: np.ndarray) -> np.ndarray:
+    """`[negative log-likelihood sum, predictions, KL sum, top-1 matches]` of one window:
+    row i predicts ids[i + 1]; KL(reference || logits) per row."""
+
+    def log_softmax(x):
+        x = np.asarray(x[:-1], np.float64)
+        x = x - x.max(-1, keepdims=True)
+        return x - np.log(np.exp(x).sum(-1, keepdims=True))
+
+    mine, theirs = log_softmax(logits), log_softmax(reference)
+    rows = np.arange(len(ids) - 1)
+    nll = -mine[rows, ids[1:]].sum()
+    kl = (np.exp(theirs) * (theirs - mine)).sum()
+    top1 = (mine.argmax(-1) == theirs.argmax(-1)).sum()
+    return np.array([nll, len(rows), kl, top1])
+
+
+def summarize(scores: np.ndarray, reference: np.ndarray, seed: int = 0) -> dict:
+    """Perplexity with its 95 % bootstrap interval over windows, and its change against
+    `reference`'s (the fp32 windows) with a paired interval. `scores`: `[windows, 4]`."""
+    rng = np.random.default_rng(seed)
+    picks = rng.integers(0, len(scores), size=(RESAMPLES, len(scores)))
+
+    def perplexity(table, rows=slice(None)):
+        chosen = table[rows]
+        return np.exp(chosen[..., 0].sum(-1) / chosen[..., 1].sum(-1))
+
+    ppl, ref = perplexity(scores), perplexity(reference)
+    boot, boot_ref = perplexity(scores, picks), perplexity(reference, picks)
+    low, high = np.percentile(boot, [2.5, 97.5])
+    change, (less, more) = (
+        100 * (ppl / ref - 1),
+        np.percentile(100 * (boot / boot_ref - 1), [2.5, 97.5]),
+    )
+    return {
+        "perplexity": round(float(ppl), 3),
+        "95% interval": [round(float(low), 3), round(float(high), 3)],
+        "change vs fp32 %": round(float(change), 2),
+        "change 95% interval": [round(float(less), 2), round(float(more), 2)],
+        # as the pages show them
+        "perplexity (95% interval)": f"{ppl:.2f} ({low:.2f} to {high:.2f})",
+        "vs fp32 (95% interval)": f"{change:+.2f} % ({less:+.2f} to {more:+.2f})",
+        "KL vs fp32": round(float(scores[:, 2].sum() / scores[:, 1].sum()), 5),
+        "top-1 vs fp32": round(float(scores[:, 3].sum() / scores[:, 1].sum()), 4),
+    }
+
+
+def evaluate(
+    name: str,
+    presets: list[str],
+    windows: int = WINDOWS,
+    window: int = WINDOW,
+    texts: tuple[str, ...] = TEXTS,
+    progress=say,
+) -> dict:
+    """Every preset of real model `name` scored on `windows` windows of each text, in
+    torch eager, against fp32 on the same windows."""
+    from zoo.core.compress import get_preset
+    from zoo.core.decode import torch_logits
+    from zoo.core.entry import get_entry
+    from zoo.core.stores import stored_bits
+    from zoo.fetch import fetch, get_real_model
+
+    entry, checkpoint = get_entry(get_real_model(name).entry), fetch(name)
+    names = ["fp32", *[p for p in presets if p != "fp32"]]
+    models, facts = {}, {}
+    for preset in names:
+        started = time.perf_counter()
+        models[preset] = entry.load(checkpoint, compress=get_preset(preset), capacity=window)
+        bits, weights = stored_bits(models[preset])
+        facts[preset] = {
+            BITS: round(bits / weights, 3),
+            "weights": weights,
+            "load and compress s": round(time.perf_counter() - started, 1),
+        }
+    rows, seconds = [], {}
+    for text in texts:
+        tables = {preset: [] for preset in names}
+        started = time.perf_counter()
+        for number, ids in enumerate(text_windows(name, text, windows, window)):
+            if number % 16 == 0:
+                progress(f"{name}: {text}, window {number + 1} of {windows}")
+            reference = torch_logits(models["fp32"], ids)[0].float().numpy()
+            for preset in names:
+                logits = reference
+                if preset != "fp32":
+                    logits = torch_logits(models[preset], ids)[0].float().numpy()
+                tables[preset].append(window_scores(logits, ids, reference))
+        seconds[text] = round(time.perf_counter() - started, 1)
+        fp32 = np.array(tables["fp32"])
+        for preset in names:
+            summary = summarize(np.array(tables[preset]), fp32)
+            rows.append({"preset": preset, "text": text, **summary, **facts[preset]})
+    return {
+        "model": name,
+        "windows": windows,
+        "window tokens": window,
+        "scored tokens per text": windows * (window - 1),
+        "bootstrap resamples": RESAMPLES,
+        "scoring s per text (all presets)": seconds,
+        "rows": rows,
+    }
+
+
+def runtime_equals_eager(name: str, preset: str, directory: str | Path, tokens: int = 64):
+    """Export `preset` of `name` with a score function and check, on the first window's
+    first `tokens` ids of the first text, that the runtime's logits are eager's."""
+    from zoo.core.compress import get_preset
+    from zoo.core.decode import export_model, torch_logits
+    from zoo.core.entry import get_entry
+    from zoo.fetch import fetch, get_real_model
+    from zoo.lab.isolate import run_isolated
+    from zoo.quality import runtime_logits
+
+    checkpoint = fetch(name)
+    ids = text_windows(name, TEXTS[0], 1, tokens)[0]
+    model = get_entry(get_real_model(name).entry).load(
+        checkpoint, compress=get_preset(preset), capacity=tokens
+    )
+    eager = torch_logits(model, ids)[0].float().numpy()
+    path = Path(directory) / f"{name}-{preset}.aimodel"
+    export_model(
+        model,
+        path,
+        chunk=16,
+        checkpoint=checkpoint,
+        compress=preset,
+        score_chunk=tokens,
+        overwrite=True,
+    )
+    outcome = run_isolated(runtime_logits, str(path), ids, timeout=1800)
+    if not outcome.ok:
+        return {"preset": preset, "outcome": outcome.summary()}
+    gap = float(np.abs(np.asarray(outcome.result) - eager).max())
+    return {
+        "preset": preset,
+        "tokens": tokens,
+        "max abs logit gap": float(f"{gap:.2g}"),
+        "asset MB": round(sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) / 1e6, 1),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("model", help="a real model of zoo.fetch")
+    parser.add_argument("--presets", default=",".join(PRESETS))
+    parser.add_argument("--windows", type=int, default=WINDOWS)
+    parser.add_argument("--window", type=int, default=WINDOW)
+    parser.add_argument("--check-runtime", metavar="DIR", help="export each preset here")
+    parser.add_argument("--record", metavar="DIR", help="write evaluation-MODEL.json here")
+    args = parser.parse_args(argv)
+    presets = args.presets.split(",")
+    results = evaluate(args.model, presets, args.windows, args.window)
+    if args.check_runtime:
+        results["runtime equals eager"] = [
+            runtime_equals_eager(args.model, preset, args.check_runtime) for preset in presets
+        ]
+    for row in results["rows"]:
+        low, high = row["change 95% interval"]
+        print(
+            f"{row['preset']:>13} {row['text']:>16}: perplexity {row['perplexity']:8.3f} "
+            f"({row['change vs fp32 %']:+.2f} %, {low:+.2f} to {high:+.2f}), "
+            f"{row[BITS]} bits per weight"
+        )
+    if args.record:
+        from zoo.site.records import write_record
+
+        print(f"wrote {write_record(args.record, f'evaluation-{args.model}', results)}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
