@@ -262,9 +262,11 @@ def _debian_text(text: RealText, work: Path, fresh: Path, progress: Callable) ->
     progress(f"downloading {text.package} from Debian ...")
     if shutil.which("apt-get") is None or shutil.which("dpkg-deb") is None:
         raise FetchError(f"{text.title} comes from Debian: run this on Debian (apt-get)")
-    done = subprocess.run(
-        ["apt-get", "download", text.package], capture_output=True, text=True, cwd=work
-    )
+    download = ["apt-get", "download", text.package]
+    done = subprocess.run(download, capture_output=True, text=True, cwd=work)
+    if done.returncode != 0 and "Unable to locate" in done.stderr:  # no package lists yet
+        subprocess.run(["apt-get", "update", "-qq"], capture_output=True, text=True)
+        done = subprocess.run(download, capture_output=True, text=True, cwd=work)
     packed = sorted(work.glob("*.deb"))
     if done.returncode != 0 or not packed:
         why = (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]

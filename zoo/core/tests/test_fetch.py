@@ -29,6 +29,21 @@ def test_a_text_whose_package_changed_is_refused_and_nothing_kept(tmp_path, monk
     assert left == ["texts"] or left == [], left
 
 
+def test_a_debian_text_is_fetched_once_with_its_licence(tmp_path):
+    """The evaluation's second text: a Debian package's text files (apt checks the
+    package), kept with the licence, the package file and its sha256 recorded; once."""
+    import json
+
+    told = []
+    folder = fetch_text("python-tutorial", root=tmp_path, progress=told.append)
+    texts = sorted(p.name for p in folder.glob("*.txt"))
+    assert "classes.rst.txt" in texts and len(texts) > 10 and (folder / "copyright").is_file()
+    record = json.loads((folder / "FETCHED.json").read_text())
+    assert record["package"].startswith("python3.11-doc_") and len(record["sha256"]) == 64
+    assert fetch_text("python-tutorial", root=tmp_path, progress=told.append) == folder
+    assert len(told) == 1  # the second call found it
+
+
 def test_a_new_export_removes_only_its_own_older_keys(tmp_path):
     from zoo.real_assets import stale_assets
 
