@@ -9,19 +9,13 @@ compression guide is `python snippets/evaluation.py --record DIR`
 import sys
 
 # --8<-- [start:evaluate]
-from zoo.evaluation import evaluate
+from zoo.evaluation import describe, evaluate
 
 results = evaluate(
     "smollm2-135m-instruct", ["fp32", "int8"], windows=4, window=128
 )
 for row in results["rows"]:
-    low, high = row["change 95% interval"]
-    print(
-        f"{row['preset']:>5} {row['text']:>16}: "
-        f"perplexity {row['perplexity']:7.2f}, "
-        f"{row['change vs fp32 %']:+.2f} % ({low:+.2f} to {high:+.2f}), "
-        f"{row['bits per weight (with scales)']} bits a weight"
-    )
+    print(describe(row))
 # --8<-- [end:evaluate]
 
 if __name__ == "__main__" and "--record" in sys.argv:

@@ -162,6 +162,14 @@ def evaluate(
     }
 
 
+def describe(row: dict) -> str:
+    """One line of a row: the perplexity, its change against fp32 with the interval."""
+    return (
+        f"{row['preset']:>13} {row['text']:>16}: perplexity {row['perplexity (95% interval)']}, "
+        f"{row['vs fp32 (95% interval)']}, {row[BITS]} bits a weight"
+    )
+
+
 def runtime_equals_eager(name: str, preset: str, directory: str | Path, tokens: int = 64):
     """Export `preset` of `name` with a score function and check, on the first window's
     first `tokens` ids of the first text, that the runtime's logits are eager's."""
@@ -216,12 +224,7 @@ def main(argv: list[str] | None = None) -> int:
             runtime_equals_eager(args.model, preset, args.check_runtime) for preset in presets
         ]
     for row in results["rows"]:
-        low, high = row["change 95% interval"]
-        print(
-            f"{row['preset']:>13} {row['text']:>16}: perplexity {row['perplexity']:8.3f} "
-            f"({row['change vs fp32 %']:+.2f} %, {low:+.2f} to {high:+.2f}), "
-            f"{row[BITS]} bits per weight"
-        )
+        print(describe(row))
     if args.record:
         from zoo.site.records import write_record
 

