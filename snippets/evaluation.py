@@ -22,7 +22,11 @@ if __name__ == "__main__" and "--record" in sys.argv:
     from zoo.evaluation import main
 
     directory = sys.argv[sys.argv.index("--record") + 1]
+    windows = "64"
+    if "--windows" in sys.argv:
+        windows = sys.argv[sys.argv.index("--windows") + 1]
     presets = "fp32,int8,int4-block32"
     main(
-        ["smollm2-135m-instruct", "--presets", presets, "--record", directory]
+        ["smollm2-135m-instruct", "--presets", presets, "--windows", windows]
+        + ["--record", directory]
     )
