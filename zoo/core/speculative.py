@@ -1,0 +1,134 @@
+"""Speculative decoding by prompt lookup: several proposed tokens checked in one call.
+
+A decode call yields one token. When the text repeats what the context already holds
+(editing, summarising, code), the tokens that followed the last n-gram's earlier
+occurrence are a good guess for what comes next (prompt lookup: no second model). The
+asset's `score` function (`score_chunk` tokens in, a row of logits for each out, their KV
+written) checks `score_chunk - 1` such guesses in one call: fed `[last, d1, ..., d(k-1)]`,
+row i is the model's choice after the i-th; the guesses up to the first the model would not
+have chosen are kept, and the model's own choice after them comes free. Greedy output is
+the plain greedy output, token for token (the model chooses every kept token itself).
+
+Rewinding after a rejected guess moves the host's position back: the KV written for the
+rejected guesses sits in cache columns past the position, which every mask hides until a
+later call writes them again (`zoo.core.spec.DecodeSpec.host_inputs`: the columns are
+absolute positions, sliding windows included). Recurrent states (Qwen3.5's GatedDeltaNet)
+cannot be rewound: refused.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+KV_PREFIXES = ("k_cache", "v_cache")
+
+
+def lookup_draft(context: Sequence[int], count: int, longest: int = 3) -> list[int]:
+    """Up to `count` tokens that followed the latest earlier occurrence of the context's
+    last n tokens (n from `longest` down to 1); none if it never occurred."""
+    for n in range(min(longest, len(context) - 1), 0, -1):
+        tail = list(context[-n:])
+        for start in range(len(context) - n - 1, -1, -1):
+            if list(context[start : start + n]) == tail:
+                follows = list(context[start + n : start + n + count])
+                if follows:
+                    return follows
+    return []
+
+
+def check_rewindable(generator) -> int:
+    """The tokens one verify call checks (the asset's `score_chunk`), after checking that
+    the asset has a score function and only KV caches (rewound by position)."""
+    spec = generator.spec
+    if not spec.score_chunk or spec.score_chunk < 2:
+        raise ValueError(
+            "speculative decoding verifies guesses with the asset's score function: export "
+            "it with score_chunk=4 or more (zoo.export(..., score_chunk=4))"
+        )
+    kept = [name for name in spec.state_shapes if not name.startswith(KV_PREFIXES)]
+    if kept:
+        raise ValueError(
+            f"{spec.model}: states {kept[:2]} are recurrent and cannot be rewound after a "
+            "rejected guess; speculative decoding needs KV caches only"
+        )
+    return spec.score_chunk
+
+
+def generate_by_lookup(
+    generator,
+    prompt_ids: Sequence[int],
+    max_new_tokens: int,
+    stop_token_ids: Sequence[int] = (),
+    on_token: Callable[[int], None] | None = None,
+    longest: int = 3,
+) -> tuple[list[int], dict]:
+    """Greedy continuation of `prompt_ids` with prompt-lookup guesses verified by the
+    asset's score function; the tokens, and how many calls and guesses it took."""
+    width = check_rewindable(generator)
+    if len(prompt_ids) + max_new_tokens > generator.spec.capacity:
+        raise ValueError(
+            f"{len(prompt_ids)} prompt tokens and {max_new_tokens} new ones do not fit the "
+            f"context of {generator.spec.capacity}"
+        )
+    stops = set(stop_token_ids)
+    generator.reset()
+    context = list(prompt_ids)
+    token = int(np.argmax(generator.feed(context)))
+    new: list[int] = []
+    stats = {"decode calls": 0, "verify calls": 0, "guesses": 0, "accepted": 0}
+
+    def keep(chosen: int) -> bool:
+        """Append a token; False when generation is over."""
+        new.append(chosen)
+        context.append(chosen)
+        if on_token is not None:
+            on_token(chosen)
+        return chosen not in stops and len(new) < max_new_tokens
+
+    if not keep(token):
+        return new, stats
+    while True:
+        room = min(width - 1, max_new_tokens - len(new), generator.spec.capacity - 1)
+        room = min(room, generator.spec.capacity - generator.position - width)
+        guesses = lookup_draft(context, room, longest) if room > 0 else []
+        if not guesses:
+            stats["decode calls"] += 1
+            token = int(np.argmax(generator.feed([token])))
+            if not keep(token):
+                return new, stats
+            continue
+        piece = [token, *guesses]
+        piece += [guesses[-1]] * (width - len(piece))  # a whole call; the extra is ignored
+        start = generator.position
+        rows = generator._call("score", piece)[0]
+        chosen = np.argmax(rows, axis=-1)
+        stats["verify calls"] += 1
+        stats["guesses"] += len(guesses)
+        accepted = 0
+        while accepted < len(guesses) and chosen[accepted] == guesses[accepted]:
+            accepted += 1
+        stats["accepted"] += accepted
+        generator.position = start + 1 + accepted  # `token` and the kept guesses
+        for kept in [*guesses[:accepted], int(chosen[accepted])]:
+            if not keep(int(kept)):
+                return new, stats
+        token = new[-1]
+
+
+def compare_on_runtime(asset: str, prompt: list[int], new_tokens: int) -> dict:
+    """Plain greedy decoding and prompt lookup on the same asset (run it in a process of
+    its own): both token lists, the lookup's calls, and each one's seconds."""
+    import time
+
+    from zoo.core.generator import Generator
+
+    with Generator(asset) as generator:
+        started = time.perf_counter()
+        plain = generator.generate(prompt, new_tokens)
+        plain_s = time.perf_counter() - started
+        started = time.perf_counter()
+        looked, stats = generate_by_lookup(generator, prompt, new_tokens)
+        lookup_s = time.perf_counter() - started
+    return {"plain": plain, "lookup": looked, "plain s": plain_s, "lookup s": lookup_s, **stats}
