@@ -60,7 +60,7 @@ def generate_by_lookup(
     generator,
     prompt_ids: Sequence[int],
     max_new_tokens: int,
-    stop_token_ids: Sequence[int] = (),
+    stop_token_ids: Sequence[int] | None = None,
     on_token: Callable[[int], None] | None = None,
     longest: int = 3,
 ) -> tuple[list[int], dict]:
@@ -72,7 +72,8 @@ def generate_by_lookup(
             f"{len(prompt_ids)} prompt tokens and {max_new_tokens} new ones do not fit the "
             f"context of {generator.spec.capacity}"
         )
-    stops = set(stop_token_ids)
+    # as `Generator.generate`: None stops at the asset's stop ids (included in the result)
+    stops = set(generator.spec.stop_token_ids if stop_token_ids is None else stop_token_ids)
     generator.reset()
     context = list(prompt_ids)
     token = int(np.argmax(generator.feed(context)))
