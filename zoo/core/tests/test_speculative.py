@@ -12,7 +12,8 @@ from zoo.reference import make_tiny_checkpoint
 
 def test_lookup_proposes_what_followed_the_last_ngram():
     assert lookup_draft([5, 6, 7, 8, 9, 5, 6, 7], 3) == [8, 9, 5]
-    assert lookup_draft([5, 6, 7, 8, 1, 7], 2) == [8, 1]  # the 1-gram, when 2 never occurred
+    assert lookup_draft([5, 6, 7, 8, 1, 7], 2) == []  # a single token predicts too little
+    assert lookup_draft([5, 6, 7, 8, 1, 7], 2, shortest=1) == [8, 1]
     assert lookup_draft([1, 2, 3], 4) == []
 
 
