@@ -72,6 +72,8 @@ bench: $(STAMP)
 	$(BIN)/python -m zoo.bench.compression gemma4 --record $(or $(RECORDS),docs/records)
 	# an export larger than memory: gpt-oss-20b range by range (~60 GB of disk, about an hour)
 	$(BIN)/python -m zoo.bench.streamed --record $(or $(RECORDS),docs/records)
+	# prompt-lookup speculative decoding against plain greedy, SmolLM2-135M (minutes)
+	$(BIN)/python -m zoo.bench.speculative --record $(or $(RECORDS),docs/records)
 
 clean:
 	rm -rf site .pytest_cache .cache
