@@ -215,6 +215,24 @@ class Generator:
             ids = ids[len(piece) :]
         return np.concatenate(rows).astype(np.float32)
 
+    def verify(self, ids: Sequence[int]) -> np.ndarray:
+        """One call of the score function on exactly `score_chunk` ids at the current
+        position: a row of logits after each `[T, vocab]`; the position moves past them
+        (`rewind` takes it back past the ones rejected: `zoo.core.speculative`)."""
+        ids = self._fitting(ids, self.spec.capacity, "verify nearer the start")
+        if len(ids) != self.spec.score_chunk:
+            raise ValueError(f"verify takes {self.spec.score_chunk} ids, got {len(ids)}")
+        self.ran = []
+        return self._call("score", ids)[0].astype(np.float32)
+
+    def rewind(self, position: int) -> None:
+        """Take the position back to `position`: what was written past it stays in cache
+        columns every mask hides until a later call writes them again. KV caches only: a
+        recurrent state cannot be taken back (`zoo.core.speculative.check_rewindable`)."""
+        if not 0 <= position <= self.position:
+            raise ValueError(f"rewind goes back from {self.position}, not to {position}")
+        self.position = position
+
     def generate(
         self,
         prompt_ids: Sequence[int],

@@ -107,15 +107,14 @@ def generate_by_lookup(
         piece = [token, *guesses]
         piece += [guesses[-1]] * (width - len(piece))  # a whole call; the extra is ignored
         start = generator.position
-        rows = generator._call("score", piece)[0]
-        chosen = np.argmax(rows, axis=-1)
+        chosen = np.argmax(generator.verify(piece), axis=-1)
         stats["verify calls"] += 1
         stats["guesses"] += len(guesses)
         accepted = 0
         while accepted < len(guesses) and chosen[accepted] == guesses[accepted]:
             accepted += 1
         stats["accepted"] += accepted
-        generator.position = start + 1 + accepted  # `token` and the kept guesses
+        generator.rewind(start + 1 + accepted)  # past `token` and the kept guesses
         for kept in [*guesses[:accepted], int(chosen[accepted])]:
             if not keep(int(kept)):
                 return new, stats
