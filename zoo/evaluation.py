@@ -42,7 +42,8 @@ def text_windows(name: str, text: str, windows: int, window: int = WINDOW) -> li
     order), as real model `name` tokenizes it; each starts with the tokenizer's own
     special tokens (a bos), as a text would."""
     from zoo.core.text import load_tokenizer
-    from zoo.fetch import fetch, fetch_text
+    from zoo.fetch import fetch
+    from zoo.texts import fetch_text
 
     folder = fetch_text(text)
     files = sorted(p for p in folder.iterdir() if p.name.endswith(".txt"))

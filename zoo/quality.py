@@ -4,7 +4,7 @@
 exports the fetched model (`zoo.fetch`) once per preset with a `score` function (every
 row's logits, `zoo.core.generator.Generator.score`), runs it on the Core AI runtime in a
 process of its own, and scores the first `TOKENS` tokens of a public-domain text nobody
-chose anything on (Lincoln's 1862 address, `zoo.fetch.REAL_TEXTS`):
+chose anything on (Lincoln's 1862 address, `zoo.texts.REAL_TEXTS`):
 
 - perplexity of the text, on the runtime and in torch eager (the same preset),
 - mean KL(fp32 || preset) in nats and top-1 agreement, against the fp32 model in torch
@@ -51,7 +51,8 @@ def text_ids(name: str, file: str, tokens: int = TOKENS) -> list[int]:
     """The first `tokens` ids of a fetched text, as real model `name` tokenizes it (its
     own special tokens first, e.g. a bos)."""
     from zoo.core.text import encode_prompt, load_tokenizer
-    from zoo.fetch import fetch, fetch_text
+    from zoo.fetch import fetch
+    from zoo.texts import fetch_text
 
     checkpoint = fetch(name)
     text = " ".join((fetch_text(TEXT) / file).read_text(encoding="utf-8").split())

@@ -9,8 +9,9 @@ import sys
 
 import pytest
 
-from zoo import fetch as fetching
-from zoo.fetch import FetchError, fetch_text
+from zoo import texts as fetching
+from zoo.fetch import FetchError
+from zoo.texts import fetch_text
 
 
 def test_an_unknown_model_is_refused_naming_the_known_ones():
