@@ -183,7 +183,7 @@ def _fetched(directory: Path, model) -> bool:
         record = json.loads((directory / "FETCHED.json").read_text())
     except (OSError, ValueError):
         return False
-    text = not isinstance(model, RealModel)
+    text = hasattr(model, "files")  # a text of zoo.texts
     kept = model.files if text else ("model.safetensors",)
     if isinstance(model, RealModel):  # the GGUF file is kept beside its conversion
         kept = (*kept, str(record.get("gguf")))
