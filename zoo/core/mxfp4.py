@@ -30,6 +30,11 @@ def packed_name(key: str) -> str | None:
     return key.removesuffix(BLOCKS) if key.endswith(BLOCKS) else None
 
 
+def weight_of(key: str) -> str:
+    """The weight a stored key belongs to: itself, or the one its blocks or scales hold."""
+    return key.removesuffix(BLOCKS).removesuffix(SCALES)
+
+
 def dequantized_shape(blocks_shape: tuple[int, ...]) -> tuple[int, ...]:
     """`[experts, rows, groups, 16]` blocks -> the `[experts, groups * 32, rows]` weight."""
     experts, rows, groups, pairs = blocks_shape

@@ -95,7 +95,8 @@ def generate_by_lookup(
     if not keep(token):
         return new, stats
     while True:
-        room = min(width - 1, max_new_tokens - len(new), generator.spec.capacity - 1)
+        # guesses that fit the request, and a whole verify call that fits the context
+        room = min(width - 1, max_new_tokens - len(new))
         room = min(room, generator.spec.capacity - generator.position - width)
         guesses = lookup_draft(context, room, longest) if room > 0 else []
         if not guesses:

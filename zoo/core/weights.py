@@ -95,7 +95,7 @@ def check_tensors(
                 if name is None or any(name.startswith(prefix) for prefix in ignore):
                     continue
                 if name not in targets:
-                    if not (key.endswith(mxfp4.SCALES) and rename(key[: -len(mxfp4.SCALES)])):
+                    if not (key.endswith(mxfp4.SCALES) and rename(mxfp4.weight_of(key))):
                         unexpected.append(key)
                     continue
                 shape = tuple(tensors.get_slice(key).get_shape())
@@ -149,7 +149,7 @@ def values_per_layer(
     for path in safetensors_files(directory):
         with _open_safetensors(path) as tensors:
             for key in tensors.keys():  # noqa: SIM118 - safe_open is not a Mapping
-                name = rename(mxfp4.packed_name(key) or key.removesuffix(mxfp4.SCALES))
+                name = rename(mxfp4.weight_of(key))
                 if name is not None:
                     layer = layer_of(name)
                     size = mxfp4.stored_values(key, tensors.get_slice(key).get_shape())
@@ -247,7 +247,7 @@ def _read(tensors, key: str, directory: str | Path, rename) -> torch.Tensor:
     """A checkpoint tensor; MXFP4 blocks dequantized with their scales (`zoo.core.mxfp4`)."""
     if not mxfp4.packed_name(key):
         return tensors.get_tensor(key)
-    scales = key[: -len(mxfp4.BLOCKS)] + mxfp4.SCALES
+    scales = mxfp4.weight_of(key) + mxfp4.SCALES
     if scales in tensors.keys():  # noqa: SIM118 - safe_open is not a Mapping
         scale_values = tensors.get_tensor(scales)
     else:  # in another shard
