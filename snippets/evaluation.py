@@ -19,14 +19,23 @@ for row in results["rows"]:
 # --8<-- [end:evaluate]
 
 if __name__ == "__main__" and "--record" in sys.argv:
+    import tempfile
+
     from zoo.evaluation import main
 
+    def option(name, default):
+        if name in sys.argv:
+            return sys.argv[sys.argv.index(name) + 1]
+        return default
+
     directory = sys.argv[sys.argv.index("--record") + 1]
-    windows = "64"
-    if "--windows" in sys.argv:
-        windows = sys.argv[sys.argv.index("--windows") + 1]
-    presets = "fp32,int8,int4-block32"
-    main(
-        ["smollm2-135m-instruct", "--presets", presets, "--windows", windows]
-        + ["--record", directory]
+    presets = (
+        "fp32,int8,int4-block32,gptq:int4-block32,int4-block64,"
+        "gptq:int4-block64"
     )
+    with tempfile.TemporaryDirectory() as assets:  # each preset's asset
+        main(
+            [option("--model", "smollm2-135m-instruct"), "--presets", presets]
+            + ["--windows", option("--windows", "64")]
+            + ["--check-runtime", assets, "--record", directory]
+        )

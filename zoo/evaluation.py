@@ -28,6 +28,9 @@ import numpy as np
 WINDOW = 512
 WINDOWS = 64
 TEXTS = ("sotu-held-out", "python-tutorial")
+# what a calibrated preset (gptq:...) learns from: neither text above (zoo.texts)
+CALIBRATION = ("sotu-calibration", "python-howto")
+CALIBRATION_WINDOWS = 16  # of each calibration text: 32 x 512 tokens
 RESAMPLES = 2000
 PRESETS = ("fp32", "int8", "int4-block32", "palettize4")
 BITS = "bits per weight (with scales)"  # as Apple counts them: zoo.core.stores.stored_bits
@@ -59,20 +62,25 @@ def text_windows(name: str, text: str, windows: int, window: int = WINDOW) -> li
     return [start + ids[i * step : (i + 1) * step] for i in range(windows)]
 
 
+def calibration_windows(name: str, windows: int = CALIBRATION_WINDOWS, window: int = WINDOW):
+    """`windows` windows of each calibration text (`CALIBRATION`), as `name` tokenizes it."""
+    return [ids for text in CALIBRATION for ids in text_windows(name, text, windows, window)]
+
+
 def window_scores(logits: np.ndarray, ids: list[int], reference: np.ndarray) -> np.ndarray:
     """`[negative log-likelihood sum, predictions, KL sum, top-1 matches]` of one window:
     row i predicts ids[i + 1]; KL(reference || logits) per row."""
 
-    def log_softmax(x):
-        x = np.asarray(x[:-1], np.float64)
-        x = x - x.max(-1, keepdims=True)
-        return x - np.log(np.exp(x).sum(-1, keepdims=True))
+    import torch
+
+    def log_softmax(x):  # torch: the same float64 arithmetic, on every core
+        return torch.log_softmax(torch.as_tensor(np.asarray(x[:-1])).double(), -1)
 
     mine, theirs = log_softmax(logits), log_softmax(reference)
-    rows = np.arange(len(ids) - 1)
-    nll = -mine[rows, ids[1:]].sum()
-    kl = (np.exp(theirs) * (theirs - mine)).sum()
-    top1 = (mine.argmax(-1) == theirs.argmax(-1)).sum()
+    rows = torch.arange(len(ids) - 1)
+    nll = -float(mine[rows, torch.tensor(ids[1:])].sum())
+    kl = float((theirs.exp() * (theirs - mine)).sum())
+    top1 = int((mine.argmax(-1) == theirs.argmax(-1)).sum())
     return np.array([nll, len(rows), kl, top1])
 
 
@@ -113,9 +121,12 @@ def evaluate(
     window: int = WINDOW,
     texts: tuple[str, ...] = TEXTS,
     progress=say,
+    check_runtime: str | Path | None = None,
 ) -> dict:
     """Every preset of real model `name` scored on `windows` windows of each text, in
-    torch eager, against fp32 on the same windows."""
+    torch eager, against fp32 on the same windows. With `check_runtime` (a directory),
+    each scored model is exported there and its runtime logits checked against eager's
+    (`runtime_equals_eager`)."""
     from zoo.core.compress import get_preset
     from zoo.core.decode import torch_logits
     from zoo.core.entry import get_entry
@@ -127,12 +138,19 @@ def evaluate(
     models, facts = {}, {}
     for preset in names:
         started = time.perf_counter()
-        models[preset] = entry.load(checkpoint, compress=get_preset(preset), capacity=window)
+        calibrated = get_preset(preset).calibrated
+        models[preset] = entry.load(
+            checkpoint,
+            compress=get_preset(preset),
+            capacity=window,
+            calibration=calibration_windows(name, window=window) if calibrated else None,
+        )
         bits, weights = stored_bits(models[preset])
         facts[preset] = {
             BITS: round(bits / weights, 3),
             "weights": weights,
             "load and compress s": round(time.perf_counter() - started, 1),
+            **getattr(models[preset], "calibration", {}),
         }
     rows, seconds = [], {}
     for text in texts:
@@ -152,6 +170,11 @@ def evaluate(
         for preset in names:
             summary = summarize(np.array(tables[preset]), fp32)
             rows.append({"preset": preset, "text": text, **summary, **facts[preset]})
+    checks = {}
+    if check_runtime is not None:
+        checks["runtime equals eager"] = [
+            runtime_equals_eager(name, preset, models[preset], check_runtime) for preset in names
+        ]
     return {
         "model": name,
         "windows": windows,
@@ -160,6 +183,7 @@ def evaluate(
         "bootstrap resamples": RESAMPLES,
         "scoring s per text (all presets)": seconds,
         "rows": rows,
+        **checks,
     }
 
 
@@ -171,28 +195,23 @@ def describe(row: dict) -> str:
     )
 
 
-def runtime_equals_eager(name: str, preset: str, directory: str | Path, tokens: int = 64):
-    """Export `preset` of `name` with a score function and check, on the first window's
-    first `tokens` ids of the first text, that the runtime's logits are eager's."""
-    from zoo.core.compress import get_preset
+def runtime_equals_eager(name: str, preset: str, model, directory: str | Path, tokens: int = 64):
+    """Export `model` (real model `name` loaded with `preset`, as scored) with a score
+    function and check, on the first window's first `tokens` ids of the first text, that
+    the runtime's logits are eager's."""
     from zoo.core.decode import export_model, torch_logits
-    from zoo.core.entry import get_entry
-    from zoo.fetch import fetch, get_real_model
+    from zoo.fetch import fetch
     from zoo.lab.isolate import run_isolated
     from zoo.quality import runtime_logits
 
-    checkpoint = fetch(name)
     ids = text_windows(name, TEXTS[0], 1, tokens)[0]
-    model = get_entry(get_real_model(name).entry).load(
-        checkpoint, compress=get_preset(preset), capacity=tokens
-    )
     eager = torch_logits(model, ids)[0].float().numpy()
-    path = Path(directory) / f"{name}-{preset}.aimodel"
+    path = Path(directory) / f"{name}-{preset.replace(':', '-')}.aimodel"
     export_model(
         model,
         path,
         chunk=16,
-        checkpoint=checkpoint,
+        checkpoint=fetch(name),
         compress=preset,
         score_chunk=tokens,
         overwrite=True,
@@ -219,11 +238,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--record", metavar="DIR", help="write evaluation-MODEL.json here")
     args = parser.parse_args(argv)
     presets = args.presets.split(",")
-    results = evaluate(args.model, presets, args.windows, args.window)
-    if args.check_runtime:
-        results["runtime equals eager"] = [
-            runtime_equals_eager(args.model, preset, args.check_runtime) for preset in presets
-        ]
+    results = evaluate(
+        args.model, presets, args.windows, args.window, check_runtime=args.check_runtime
+    )
     for row in results["rows"]:
         print(describe(row))
     if args.record:

@@ -66,6 +66,33 @@ REAL_TEXTS = {
                 )
             ),
         ),
+        # calibration text for GPTQ (`zoo.core.gptq`): other addresses, and the Python
+        # HOWTOs (technical prose with code, not the tutorial the evaluation scores)
+        RealText(
+            name="sotu-calibration",
+            title="State of the Union addresses of 1913, 1923, 1953, 1962 and 1966",
+            **SOTU,
+            files=tuple(
+                f"package/data/{address}.txt"
+                for address in (
+                    "1913_woodrow_wilson_d",
+                    "1923_calvin_coolidge_r",
+                    "1953_dwight_d_eisenhower_r",
+                    "1962_john_f_kennedy_d",
+                    "1966_lyndon_b_johnson_d",
+                )
+            ),
+        ),
+        RealText(
+            name="python-howto",
+            title="The Python 3.11 HOWTOs (reST sources, Debian's python3.11-doc)",
+            package="python3.11-doc",
+            sha256=None,
+            licence="PSF-2.0 (Python documentation)",
+            licence_files=("usr/share/doc/python3.11-doc/copyright",),
+            files=("usr/share/doc/python3.11/html/_sources/howto/",),
+            source="debian",
+        ),
         RealText(
             name="python-tutorial",
             title="The Python 3.11 tutorial (reST sources, Debian's python3.11-doc)",

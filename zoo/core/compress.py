@@ -12,6 +12,7 @@ does to the projections, the embedding table and the LM head:
 | int4-block32   | uint4 per block of 32 inputs, asymmetric,      | uint4 per block | uint4       |
 |                | min-value formulation, fp16 scales and         | of 32           |             |
 |                | minimums (Apple's Qwen3.5 preset)              |                 |             |
+| int4-block64   | the same per block of 64 inputs                | uint4 per block | uint4       |
 | palettize4     | 16-entry LUT per group of 32 output channels   | fp32            | LUT if      |
 |                | (Apple's Gemma 4 preset; Gemma 4's per-layer   | (as Apple's)    | untied      |
 |                | input gate / projection get 256-entry LUTs)    |                 |             |
@@ -20,6 +21,10 @@ Experts stored stacked (`zoo.core.experts.StackedExperts`, GPT-OSS) are compress
 per expert and output column, blocks of 32 inputs (int4-block32) or all of them (int8). A
 mixture's router stays float32 under every preset. How each module is stored through
 coreai-opt is in `zoo.core.stores`.
+
+`gptq:int4-block32` and `gptq:int4-block64` (`calibrated`) store the same grids with codes
+chosen by GPTQ on calibration text (`zoo.core.gptq`): the same asset, better codes; they
+need the text (`load(..., calibration=windows)`, `zoo export --calibration FILE`).
 
 A tied head reads the embedding table: compressed with it by int8 and int4-block32. A table
 whose width does not divide into blocks of 32 is left as it is (coreai-opt says so). Weight
@@ -46,6 +51,7 @@ from zoo.core.stores import (
     compressor_for,
     fp16_pass,
     int4_block32,
+    int4_blocks,
     int8_per_channel,
     palettize4_groups,
     projection_or_table,
@@ -70,6 +76,7 @@ class Preset:
     # what a mixed preset chose, as metadata and pages show it (`mixed`)
     detail: str | None = None
     units: tuple[str, ...] = ()  # the module names (or prefixes) a mixed preset stores int8
+    calibrated: bool = False  # codes chosen by GPTQ on calibration text (`calibrated`)
 
     @property
     def compresses_weights(self) -> bool:
@@ -79,6 +86,14 @@ class Preset:
     def spelling(self) -> str:
         """The name `get_preset` takes back: `mixed:UNIT,...` for a mixed preset."""
         return f"mixed:{','.join(self.units)}" if self.name == "mixed" else self.name
+
+    def check_calibration(self, windows) -> None:
+        if self.calibrated and not windows:
+            raise ValueError(
+                f"--compress {self.name} chooses its codes on calibration text: give it some "
+                "(zoo export --calibration FILE.txt, or load(..., calibration=[ids, ...])), "
+                "text unlike what you will measure it on"
+            )
 
     def check(self, model_name: str) -> None:
         reason = dict(self.unsupported).get(model_name)
@@ -219,6 +234,12 @@ PRESETS: dict[str, Preset] = {
             scale_dtype=torch.float16,
         ),
         Preset(
+            "int4-block64",
+            "uint4 weights per block of 64 inputs, asymmetric, fp16 scales (4.5 bits a weight)",
+            int4_blocks(64),
+            scale_dtype=torch.float16,
+        ),
+        Preset(
             "palettize4",
             "4-bit LUT per group of 32 output channels (Apple's Gemma 4 default)",
             palettize4_groups,
@@ -248,6 +269,26 @@ def mixed(eight_bit: Sequence[str]) -> Preset:
     )
 
 
+CALIBRATED_BASES = ("int4-block32", "int4-block64")
+
+
+def calibrated(base: str) -> Preset:
+    """`base`'s grid (its scales and minimums searched, `zoo.core.gptq.search_grid`) with
+    codes chosen by GPTQ on calibration text: `gptq:int4-block64`."""
+    if base not in CALIBRATED_BASES:
+        raise ValueError(
+            f"--compress gptq:{base}: GPTQ chooses codes of {' or '.join(CALIBRATED_BASES)}"
+        )
+    preset = PRESETS[base]
+    return Preset(
+        f"gptq:{base}",
+        f"{preset.summary}; codes chosen by GPTQ on calibration text",
+        preset.weights,
+        scale_dtype=preset.scale_dtype,
+        calibrated=True,
+    )
+
+
 def _under(name: str, unit: str) -> bool:
     return name == unit or name.startswith(unit + ".")
 
@@ -267,8 +308,13 @@ def get_preset(name: str | Preset) -> Preset:
         if not units:
             raise ValueError(f"--compress {name!r} names no module: {MIXED_HELP}")
         return mixed(units)
+    if isinstance(name, str) and name.startswith("gptq:"):
+        return calibrated(name.removeprefix("gptq:"))
     if name not in PRESETS:
-        raise ValueError(f"unknown compression preset {name!r}; choose one of {list(PRESETS)}")
+        raise ValueError(
+            f"unknown compression preset {name!r}; choose one of {list(PRESETS)}, "
+            f"mixed:UNIT,... or gptq:{'|'.join(CALIBRATED_BASES)}"
+        )
     return PRESETS[name]
 
 

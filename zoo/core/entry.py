@@ -81,6 +81,7 @@ class ModelEntry:
         progress: Callable[[str], None] | None = None,
         only: Callable[[str], bool] | None = None,
         experts: str | None = None,
+        calibration: list[list[int]] | None = None,
         **options,
     ) -> nn.Module:
         """A ready-to-export decoder (eval mode, float32) with the checkpoint's weights.
@@ -94,7 +95,9 @@ class ModelEntry:
         read (one layer range of an export larger than memory, `zoo.core.stream`); the
         others stay on the meta device. `experts="chosen"` stacks experts published one
         module per expert as they are read, and a compressing preset compresses the stacks
-        (`zoo.core.experts.stack_experts`), so GatherMM reads compressed codes."""
+        (`zoo.core.experts.stack_experts`), so GatherMM reads compressed codes. A calibrated
+        preset (`gptq:...`) loads float32, runs the `calibration` windows of token ids and
+        compresses with GPTQ's codes (`zoo.core.gptq`)."""
         import tempfile
 
         from zoo.core.compress import get_preset
@@ -103,6 +106,7 @@ class ModelEntry:
 
         preset = get_preset(compress)
         preset.check(self.name)
+        preset.check_calibration(calibration)
 
         config = self.config.from_checkpoint(directory)
         check_capacity(capacity)
@@ -134,7 +138,7 @@ class ModelEntry:
         loaded, store = None, None
         if preset.compresses_weights:
             store = tempfile.TemporaryDirectory(prefix="zoo-weights-")
-
+        if preset.compresses_weights and not preset.calibrated:
             layers, step, told = (
                 config.num_hidden_layers,
                 max(1, config.num_hidden_layers // 4),
@@ -154,6 +158,16 @@ class ModelEntry:
         if experts == "chosen":
             stack_experts(
                 model, store and functools.partial(preset.compress_module, store=store.name)
+            )
+        if preset.calibrated:
+            from zoo.core.decode import torch_logits
+            from zoo.core.gptq import calibrate
+
+            pieces = [
+                ids[i : i + capacity] for ids in calibration for i in range(0, len(ids), capacity)
+            ]
+            model.calibration = calibrate(
+                model.eval(), pieces, preset, torch_logits, progress, store.name
             )
         model.compression, model.weight_store = preset.name, store
         for name, weight in sidecars.items():  # read from the checkpoint when exported

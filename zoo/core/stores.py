@@ -3,6 +3,8 @@ compression preset (`zoo.core.compress.PRESETS`), and the compressor that stores
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 from torch import nn
 
@@ -125,13 +127,22 @@ def int8_per_channel(name: str, module: nn.Module) -> Choice | None:
     return "quantize", ModuleQuantizerConfig.presets.w8(), 8
 
 
-def int4_block32(name: str, module: nn.Module) -> Choice | None:
-    if is_stacked(module):
-        blocks = stacked_blocks(module, 32)
-        return "quantize", weight_config(module.COMPRESSED, torch.uint4, True, blocks), 4
-    if not projection_or_table(module):
-        return None
-    return "quantize", weight_config(("weight",), torch.uint4, True, 32), 4
+def int4_blocks(block: int) -> Callable[[str, nn.Module], Choice | None]:
+    """uint4 per block of `block` inputs, asymmetric (min-value), for every projection,
+    table and stack of experts."""
+
+    def choose(name: str, module: nn.Module) -> Choice | None:
+        if is_stacked(module):
+            blocks = stacked_blocks(module, block)
+            return "quantize", weight_config(module.COMPRESSED, torch.uint4, True, blocks), 4
+        if not projection_or_table(module):
+            return None
+        return "quantize", weight_config(("weight",), torch.uint4, True, block), 4
+
+    return choose
+
+
+int4_block32 = int4_blocks(32)
 
 
 # Gemma 4's per-layer-embedding gate and projection: 8 bits, as Apple's preset
