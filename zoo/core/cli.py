@@ -227,8 +227,15 @@ def add_export_options(parser: argparse.ArgumentParser, entry: str | None) -> No
         "--compress",
         default="fp32",
         type=preset_name,
-        metavar="{" + ",".join(PRESETS) + ",mixed:UNITS}",
+        metavar="{" + ",".join(PRESETS) + ",mixed:UNITS,gptq:int4-block32|64}",
         help="how the weights are stored (docs/guides/compression.md)",
+    )
+    parser.add_argument(
+        "--calibration",
+        type=Path,
+        metavar="FILE.txt",
+        help="text a gptq: preset chooses its codes on (its first 16k tokens; not the "
+        "text you will measure on)",
     )
     parser.add_argument(
         "--sidecar",

@@ -52,6 +52,7 @@ def export_command(args, entry: str | None, checkpoint: Path | None = None) -> i
         experts=args.experts,
         overwrite=args.overwrite,
         stream=args.stream,
+        calibration=args.calibration,
     )
     if args.dry_run:
         print(plan.describe())

@@ -20,10 +20,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import torch
 from torch import nn
 
+CALIBRATION_TOKENS = 16_384  # read from a calibration file: GPTQ's usual order of size
 COLUMNS_AT_ONCE = 128  # GPTQ's lazy batch: rank-128 updates instead of one per column
 DAMPING = 0.01  # of the Hessian's mean diagonal, added to it: keeps its inverse stable
 
@@ -179,3 +181,21 @@ def calibrate(
         "Hessians s": round(measured, 1),
         "calibration s": round(time.perf_counter() - started, 1),
     }
+
+
+def calibration_windows(
+    checkpoint: str | Path, text_file: str | Path, window: int = 512
+) -> list[list[int]]:
+    """A calibration text file as windows of `window` token ids (its first
+    `CALIBRATION_TOKENS`), through the checkpoint's tokenizer."""
+    from zoo.core.text import load_tokenizer
+
+    text = Path(text_file).read_text(encoding="utf-8")
+    ids = load_tokenizer(Path(checkpoint) / "tokenizer.json").encode(text).ids
+    ids = ids[:CALIBRATION_TOKENS]
+    if len(ids) < window:
+        raise ValueError(
+            f"--calibration {text_file}: {len(ids)} tokens, fewer than one window of {window}; "
+            f"give it more text (GPTQ is usually calibrated on ~{CALIBRATION_TOKENS:,} tokens)"
+        )
+    return [ids[i : i + window] for i in range(0, len(ids) - window + 1, window)]

@@ -21,7 +21,13 @@ from zoo.core.spec import check_capacity, check_spans
 # Bytes a stored weight costs in the asset, per preset (codes and their scales; a LUT of 16
 # entries per group of 32 rows is noise at these sizes). Used for the room check and the
 # dry run's estimate; `make bench` measures the real sizes.
-BYTES_PER_WEIGHT = {"fp32": 4.0, "fp16": 2.0, "int8": 1.0, "int4-block32": 0.625}
+BYTES_PER_WEIGHT = {
+    "fp32": 4.0,
+    "fp16": 2.0,
+    "int8": 1.0,
+    "int4-block32": 0.625,
+    "int4-block64": 0.5625,
+}
 OTHER_BYTES_PER_WEIGHT = 1.2  # palettize4, mixed: between 4 and 8 bits with their tables
 
 
@@ -44,6 +50,7 @@ class ExportPlan:
     sidecar: bool | None = None  # lookup tables as int8 files (entries that have them)
     experts: str | None = None  # mixtures of experts: "chosen" or "all" (zoo.core.experts)
     score_chunk: int | None = None  # a `score` function of this many tokens (zoo.quality)
+    calibration: Path | None = None  # a text file a calibrated preset learns from (gptq:)
     overwrite: bool = False
     streamed: bool = False  # range by range, one part each (zoo.core.stream)
     parameters: int = 0  # values in the checkpoint's tensors
@@ -74,6 +81,7 @@ class ExportPlan:
             ("capacity", f"{self.capacity} tokens"),
             ("prefill chunk", f"{self.chunk} tokens"),
             ("weights", f"{self.compress}, layout {self.weights}, keys {self.keys}"),
+            *([("calibration", str(self.calibration))] if self.calibration else []),
             ("functions", f"prefill + decode, layer ranges: {ranges}"),
             (
                 "export",
@@ -127,13 +135,15 @@ def plan_export(
     score_chunk: int | None = None,
     overwrite: bool = False,
     stream: str = "auto",
+    calibration: str | os.PathLike | None = None,
 ) -> ExportPlan:
     """Resolve and check an export of the checkpoint directory `checkpoint` to `output`;
     reads config.json and the safetensors headers only (milliseconds, no weights).
 
     `stream`: "on" exports range by range (`zoo.core.stream`: peak memory follows the
     largest range), "off" in one piece, "auto" range by range when the whole model would
-    not fit in half this machine's memory."""
+    not fit in half this machine's memory. `calibration`: a UTF-8 text file, for a
+    calibrated preset (`gptq:int4-block64`) to choose its codes on."""
     from zoo.core.entry import entry_for_checkpoint, get_entry
     from zoo.core.weights import values_per_layer, weight_count
 
@@ -164,13 +174,42 @@ def plan_export(
         overwrite=overwrite,
     )
     parameters = weight_count(checkpoint)
-    per_weight = BYTES_PER_WEIGHT.get(plan.compress, OTHER_BYTES_PER_WEIGHT)
-    plan = replace(plan, parameters=parameters, estimated_bytes=int(parameters * per_weight))
+    per_weight = BYTES_PER_WEIGHT.get(plan.compress.removeprefix("gptq:"), OTHER_BYTES_PER_WEIGHT)
+    plan = replace(
+        plan,
+        parameters=parameters,
+        estimated_bytes=int(parameters * per_weight),
+        calibration=_calibration_file(plan.compress, calibration),
+    )
+    if plan.calibration and not (checkpoint / "tokenizer.json").is_file():
+        raise ValueError(
+            f"--calibration is read with the checkpoint's tokenizer: {checkpoint} has no "
+            "tokenizer.json"
+        )
     plan = _streamed(plan, found, values_per_layer(checkpoint, found.checkpoint_name), stream)
     from zoo.core.export import check_room
 
     check_room(plan.output, plan.estimated_bytes + (16 << 20))  # before minutes of loading
     return plan
+
+
+def _calibration_file(compress: str, calibration: str | os.PathLike | None) -> Path | None:
+    """The calibration text a calibrated preset needs, checked; refused for another."""
+    from zoo.core.compress import get_preset
+
+    preset = get_preset(compress)
+    if calibration is None:
+        preset.check_calibration(None)
+        return None
+    if not preset.calibrated:
+        raise ValueError(
+            f"--calibration is for a calibrated preset (gptq:int4-block64, ...), not "
+            f"--compress {compress}"
+        )
+    path = Path(calibration)
+    if not path.is_file():
+        raise ValueError(f"--calibration {path}: no such file (a UTF-8 text file)")
+    return path
 
 
 # A streamed export's ranges, when not given: as many layers as hold this many float32 bytes
@@ -198,6 +237,8 @@ def _streamed(plan: ExportPlan, entry, per_layer: dict, stream: str) -> ExportPl
     if stream not in ("auto", "on", "off"):
         raise ValueError(f"--stream is auto, on or off, got {stream!r}")
     why_not = streamable(entry)
+    if plan.calibration is not None:  # GPTQ measures the whole model on the text
+        why_not = "a calibrated preset runs the whole float32 model on its text: --stream off"
     if stream == "on" and why_not:
         raise ValueError(f"--stream on: {why_not}")
     if stream == "off" or why_not:

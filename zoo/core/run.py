@@ -8,6 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from zoo.core.decode import write_asset
+from zoo.core.gptq import calibration_windows
 from zoo.core.plan import ExportPlan, plan_export
 from zoo.core.stream import write_streamed
 
@@ -34,6 +35,7 @@ def run_plan(plan: ExportPlan, progress: Callable[[str], None] | None = None) ->
         compress=plan.compress,
         progress=progress,
         experts=plan.experts,
+        calibration=plan.calibration and calibration_windows(plan.checkpoint, plan.calibration),
         **options,
     )
     if progress and plan.ranges:
