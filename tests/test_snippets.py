@@ -97,6 +97,21 @@ def compare_records(name: str, fresh: dict, committed: dict) -> None:
             ]
 
         assert cells(fresh) == cells(committed)
+    elif name == "weight-grids":  # errors of stored weights: deterministic, seeded
+
+        def errors(record):
+            return {
+                (r["model"], r["tensor"], r["preset"]): (
+                    r["error, registry weights"],
+                    r["error, Gaussian weights"],
+                )
+                for r in record["results"]["rows"]
+            }
+
+        fresh_errors, committed_errors = errors(fresh), errors(committed)
+        assert fresh_errors.keys() == committed_errors.keys()
+        for key, pair in fresh_errors.items():
+            assert pair == pytest.approx(committed_errors[key], abs=2e-3), key
     elif name == "runtime-crash":
         outcomes = [row["outcome"] for row in fresh["results"]["outcomes"]]
         assert outcomes == [row["outcome"] for row in committed["results"]["outcomes"]]

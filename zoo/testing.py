@@ -25,7 +25,8 @@ LOGITS_TOLERANCE = 1e-4
 
 # The layouts the zoo tests export: this platform's default and the model as authored.
 TEST_LAYOUTS = {
-    "default": {},
+    # with a verify function of 4 tokens: prompt lookup is checked on it (`greedy_and_lookup`)
+    "default": {"score_chunk": 4},
     "as-authored": {"weights": "linear", "keys": "bhtd"},
     "ranges": {"layers_per_function": 1},  # one function per layer (zoo.core.ranges)
     # prefill over attention spans of 8 and 16 columns below the 64 of the tests' context
@@ -106,6 +107,44 @@ def exported_assets(model: str, checkpoints: dict, directory, capacity: int, chu
     return ExportedAssets(directory, export)
 
 
+def greedy_and_lookup(asset: str, prompt: list[int]) -> dict:
+    """`runtime_greedy`'s tokens and logits; where the asset has a verify function,
+    speculative decoding beside plain greedy decoding, 16 tokens each: prompt lookup after
+    the prompt said three times, and guesses that are plain greedy's own tokens with every
+    third call's second guess wrong (so calls keep all, some and none of their guesses);
+    or why speculation refuses the asset (recurrent states). Isolate it."""
+    from zoo.core.generator import Generator, runtime_greedy
+    from zoo.core.speculative import check_rewindable, generate_by_lookup
+
+    result = runtime_greedy(asset, prompt)
+    with Generator(asset) as generator:
+        try:
+            check_rewindable(generator.spec)
+        except ValueError as refused:
+            return {**result, "lookup refused": str(refused)}
+        repeated = prompt * 3
+        plain = generator.generate(repeated, 16, stop_token_ids=[])
+        looked, _ = generate_by_lookup(generator, repeated, 16, stop_token_ids=[])
+        known = generator.generate(prompt, 16, stop_token_ids=[])
+        calls = []
+
+        def draft(context: list[int], count: int) -> list[int]:
+            calls.append(count)
+            guesses = known[len(context) - len(prompt) : len(context) - len(prompt) + count]
+            if len(calls) % 3 == 0 and len(guesses) > 1:
+                guesses[1] = (guesses[1] + 1) % generator.spec.vocab_size
+            return guesses
+
+        drafted, stats = generate_by_lookup(generator, prompt, 16, stop_token_ids=[], draft=draft)
+    return {
+        **result,
+        "plain": [plain, known],
+        "speculative": [looked, drafted],
+        "verify calls": stats["verify calls"],
+        "kept some, not all": 0 < stats["accepted"] < stats["guesses"],
+    }
+
+
 def check_runtime_greedy(
     model: str,
     checkpoints: dict,
@@ -129,7 +168,14 @@ def check_runtime_greedy(
     asset = assets[variant, strategy, layout]
     reference = reference_model(get_entry(model), checkpoints[variant])
     want, want_rows = greedy_reference_logits(reference, prompt)
-    outcome = run_isolated(runtime_greedy, str(asset), prompt, timeout=300)
+    greedy = greedy_and_lookup if "score_chunk" in TEST_LAYOUTS[layout] else runtime_greedy
+    outcome = run_isolated(greedy, str(asset), prompt, timeout=300)
+    if outcome.ok and "speculative" in outcome.result:  # plain greedy's tokens, exactly
+        got = outcome.result
+        assert got["speculative"] == got["plain"], got
+        assert got["verify calls"] > 2 and got["kept some, not all"], got
+    elif outcome.ok and "lookup refused" in outcome.result:
+        assert "recurrent" in outcome.result["lookup refused"], outcome.result
     error = math.nan
     if outcome.ok:  # tokens alone prove little where a tiny model repeats one token
         identical = sum(a == b for a, b in zip(outcome.result["tokens"], want, strict=True))

@@ -231,6 +231,13 @@ def add_export_options(parser: argparse.ArgumentParser, entry: str | None) -> No
         help="how the weights are stored (docs/guides/compression.md)",
     )
     parser.add_argument(
+        "--verify",
+        type=whole_number(2),
+        metavar="K",
+        help="add a verify function: K tokens in, the logits after each out (speculative "
+        "decoding: zoo generate --speculate lookup; docs/performance.md)",
+    )
+    parser.add_argument(
         "--calibration",
         type=Path,
         metavar="FILE.txt",
@@ -294,6 +301,13 @@ def add_generate_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--temperature", type=non_negative_float, default=0.0, help="0: greedy")
     parser.add_argument("--top-k", type=whole_number(1), help="sample among the k likeliest")
     parser.add_argument("--seed", type=whole_number(0), help="the sampling's random seed")
+    parser.add_argument(
+        "--speculate",
+        choices=("lookup",),
+        help="greedy decoding that checks guesses from the context (prompt lookup) with "
+        "the asset's verify function (exported with --verify K): the same tokens, fewer "
+        "calls when the answer repeats the prompt",
+    )
     parser.add_argument(
         "--tokenizer",
         type=Path,

@@ -53,6 +53,7 @@ def export_command(args, entry: str | None, checkpoint: Path | None = None) -> i
         overwrite=args.overwrite,
         stream=args.stream,
         calibration=args.calibration,
+        score_chunk=args.verify,
     )
     if args.dry_run:
         print(plan.describe())
@@ -162,6 +163,14 @@ def _generate_command(args, interruption: Interruption) -> int:
     )
     if spec is not None:
         request = request.fitted(spec)  # refused here, before the model loads
+    if args.speculate:
+        from zoo.core.speculative import check_rewindable
+
+        if bundle or args.temperature > 0:
+            raise ValueError(
+                "--speculate lookup decodes greedily (--temperature 0) an asset of `zoo export`"
+            )
+        check_rewindable(spec)
     interruption.check()
     return _generate(args, request, tokenizer, bundle, interruption)
 
@@ -205,7 +214,7 @@ def _generate(args, request, tokenizer, bundle: bool, interruption: Interruption
 
         started = time.perf_counter()
         try:
-            new = _run(generator, request, show)
+            new = _run(generator, request, show, args.speculate)
         finally:
             if shown:  # the answer ends its line; an error goes on a line of its own
                 print(flush=True)
@@ -214,7 +223,22 @@ def _generate(args, request, tokenizer, bundle: bool, interruption: Interruption
     return 0
 
 
-def _run(generator, request, show) -> list[int]:
+def _run(generator, request, show, speculate: str | None = None) -> list[int]:
+    if speculate == "lookup":
+        from zoo.core.speculative import generate_by_lookup
+
+        new, stats = generate_by_lookup(
+            generator,
+            request.prompt_ids,
+            request.max_new_tokens,
+            request.stop_token_ids,
+            on_token=show,
+        )
+        say(
+            f"\nprompt lookup: {stats['verify calls']} verify calls kept {stats['accepted']} "
+            f"of {stats['guesses']} guesses; {stats['decode calls']} decode calls"
+        )
+        return new
     if hasattr(generator, "run"):
         return generator.run(request, on_token=show)
     return generator.generate(  # Apple's engine bundle (zoo.core.engine.EngineRunner)

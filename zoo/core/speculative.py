@@ -42,14 +42,14 @@ def lookup_draft(
     return []
 
 
-def check_rewindable(generator) -> int:
+def check_rewindable(spec) -> int:
     """The tokens one verify call checks (the asset's `score_chunk`), after checking that
-    the asset has a score function and only KV caches (rewound by position)."""
-    spec = generator.spec
+    the asset (its `DecodeSpec`) has a score function and only KV caches (rewound by
+    position)."""
     if not spec.score_chunk or spec.score_chunk < 2:
         raise ValueError(
-            "speculative decoding verifies guesses with the asset's score function: export "
-            "it with score_chunk=4 or more (zoo.export(..., score_chunk=4))"
+            "speculative decoding checks guesses with the asset's verify function: export "
+            "it with one (zoo export ... --verify 8, or score_chunk=8 in Python)"
         )
     kept = [name for name in spec.state_shapes if not name.startswith(KV_PREFIXES)]
     if kept:
@@ -67,11 +67,13 @@ def generate_by_lookup(
     stop_token_ids: Sequence[int] | None = None,
     on_token: Callable[[int], None] | None = None,
     longest: int = 3,
+    draft: Callable[[list[int], int], list[int]] | None = None,
 ) -> tuple[list[int], dict]:
     """Greedy continuation of `prompt_ids` with prompt-lookup guesses verified by the
-    asset's score function; the tokens, and how many calls and guesses it took."""
-    width = check_rewindable(generator)
-    if len(prompt_ids) + max_new_tokens > generator.spec.capacity:
+    asset's score function; the tokens, and how many calls and guesses it took. `draft`
+    (context, count) -> guesses replaces the lookup (another source of guesses)."""
+    width = check_rewindable(generator.spec)
+    if len(prompt_ids) + max_new_tokens - 1 > generator.spec.capacity:  # the last is not fed
         raise ValueError(
             f"{len(prompt_ids)} prompt tokens and {max_new_tokens} new ones do not fit the "
             f"context of {generator.spec.capacity}"
@@ -98,7 +100,10 @@ def generate_by_lookup(
         # guesses that fit the request, and a whole verify call that fits the context
         room = min(width - 1, max_new_tokens - len(new))
         room = min(room, generator.spec.capacity - generator.position - width)
-        guesses = lookup_draft(context, room, longest) if room > 0 else []
+        guesses = []
+        if room > 0:
+            guesses = draft(context, room) if draft else lookup_draft(context, room, longest)
+            guesses = list(guesses)[:room]
         if not guesses:
             stats["decode calls"] += 1
             token = int(np.argmax(generator.feed([token])))

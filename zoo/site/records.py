@@ -38,6 +38,7 @@ GENERATORS: dict[str, tuple[str, list[str]]] = {
     },
     "compression": ("snippets/compression.py", []),
     "compression-profile": ("snippets/compression_profile.py", []),
+    "weight-grids": ("snippets/weight_grids.py", []),
     # real weights (zoo.fetch): texts, and what each preset costs (exports, minutes)
     "real-smollm2-135m-instruct": ("snippets/smollm2.py", []),
     "real-gemma3-270m": ("snippets/gemma3_270m.py", []),

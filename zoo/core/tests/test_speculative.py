@@ -45,8 +45,8 @@ def test_an_asset_without_a_score_function_or_with_recurrent_states_is_refused(t
     from zoo.core.speculative import check_rewindable
 
     spec = SimpleNamespace(score_chunk=None, state_shapes={}, model="llama")
-    with pytest.raises(ValueError, match="score_chunk=4 or more"):
-        check_rewindable(SimpleNamespace(spec=spec))
+    with pytest.raises(ValueError, match="--verify 8"):
+        check_rewindable(spec)
     spec = SimpleNamespace(score_chunk=4, state_shapes={"recurrent_0": [1]}, model="qwen3_5")
     with pytest.raises(ValueError, match="recurrent and cannot be rewound"):
-        check_rewindable(SimpleNamespace(spec=spec))
+        check_rewindable(spec)
