@@ -29,9 +29,9 @@ if __name__ == "__main__" and "--record" in sys.argv:
         return default
 
     directory = sys.argv[sys.argv.index("--record") + 1]
-    presets = (
-        "fp32,int8,int4-block32,gptq:int4-block32,int4-block64,"
-        "gptq:int4-block64"
+    presets = option(
+        "--presets",
+        "fp32,int8,int4-block32,gptq:int4-block32,int4-block64,gptq:int4-block64",
     )
     with tempfile.TemporaryDirectory() as assets:  # each preset's asset
         main(
