@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import torch
 
 WINDOW = 512
 WINDOWS = 64
@@ -67,20 +68,21 @@ def calibration_windows(name: str, windows: int = CALIBRATION_WINDOWS, window: i
     return [ids for text in CALIBRATION for ids in text_windows(name, text, windows, window)]
 
 
-def window_scores(logits: np.ndarray, ids: list[int], reference: np.ndarray) -> np.ndarray:
+def log_probs(logits) -> torch.Tensor:
+    """Log-probabilities `[T - 1, vocab]` (float32) of a window's logits `[T, vocab]`, the
+    rows that predict a next token."""
+    return torch.log_softmax(torch.as_tensor(logits)[:-1].float(), -1)
+
+
+def window_scores(logits, ids: list[int], reference: torch.Tensor) -> np.ndarray:
     """`[negative log-likelihood sum, predictions, KL sum, top-1 matches]` of one window:
-    row i predicts ids[i + 1]; KL(reference || logits) per row."""
-
-    import torch
-
-    def log_softmax(x):  # torch: the same float64 arithmetic, on every core
-        return torch.log_softmax(torch.as_tensor(np.asarray(x[:-1])).double(), -1)
-
-    mine, theirs = log_softmax(logits), log_softmax(reference)
+    row i predicts ids[i + 1]; KL(reference || logits) per row, `reference` the fp32
+    model's `log_probs` (float32 terms, float64 sums)."""
+    mine = log_probs(logits)
     rows = torch.arange(len(ids) - 1)
-    nll = -float(mine[rows, torch.tensor(ids[1:])].sum())
-    kl = float((theirs.exp() * (theirs - mine)).sum())
-    top1 = int((mine.argmax(-1) == theirs.argmax(-1)).sum())
+    nll = -float(mine[rows, torch.tensor(ids[1:])].double().sum())
+    kl = float((reference.exp() * (reference - mine)).double().sum())
+    top1 = int((mine.argmax(-1) == reference.argmax(-1)).sum())
     return np.array([nll, len(rows), kl, top1])
 
 
@@ -159,11 +161,10 @@ def evaluate(
         for number, ids in enumerate(text_windows(name, text, windows, window)):
             if number % 16 == 0:
                 progress(f"{name}: {text}, window {number + 1} of {windows}")
-            reference = torch_logits(models["fp32"], ids)[0].float().numpy()
+            fp32_logits = torch_logits(models["fp32"], ids)[0]
+            reference = log_probs(fp32_logits)
             for preset in names:
-                logits = reference
-                if preset != "fp32":
-                    logits = torch_logits(models[preset], ids)[0].float().numpy()
+                logits = fp32_logits if preset == "fp32" else torch_logits(models[preset], ids)[0]
                 tables[preset].append(window_scores(logits, ids, reference))
         seconds[text] = round(time.perf_counter() - started, 1)
         fp32 = np.array(tables["fp32"])

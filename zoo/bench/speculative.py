@@ -7,7 +7,9 @@ asked prompts of three kinds through its chat template: rewriting a given text
 (copy-heavy), code, open chat. For each: tokens per second of plain greedy decoding and of
 prompt lookup (same asset, same process, one after the other), verify calls, guesses, the
 share accepted and the mean run of accepted guesses per verify call. The two token lists
-are asserted identical. A number of this machine (Linux CPU runtime), not a test.
+are asserted identical. Beside them, what one verify call of k costs against one decode
+call (`call_costs`): the accepted guesses a call must yield to pay for itself. A number of
+this machine (Linux CPU runtime), not a test.
 """
 
 from __future__ import annotations
@@ -30,6 +32,40 @@ PROMPTS = {
     "chat": "Tell me about the moon in a few sentences.",
 }
 NEW_TOKENS = 64
+CALL_REPEATS = 9  # calls of each kind timed; the median kept
+
+
+def call_costs(asset: str, prompt: list[int]) -> dict:
+    """Median ms of one decode call and one verify call of the asset's k tokens, at the
+    same position after `prompt` (the position rewound after each; run it isolated)."""
+    import time
+
+    import numpy as np
+
+    from zoo.core.generator import Generator
+
+    with Generator(asset) as generator:
+        generator.feed(prompt)
+        start, width = generator.position, generator.spec.score_chunk
+        times = {"decode": [], "verify": []}
+        for _ in range(CALL_REPEATS):
+            for kind, call in (
+                ("decode", lambda: generator.feed([prompt[-1]])),
+                ("verify", lambda: generator.verify(prompt[-width:])),
+            ):
+                began = time.perf_counter()
+                call()
+                times[kind].append(1000 * (time.perf_counter() - began))
+                generator.rewind(start)
+    decode, verify = (float(np.median(times[k])) for k in ("decode", "verify"))
+    return {
+        "k": width,
+        "decode call ms": round(decode, 1),
+        "verify call ms": round(verify, 1),
+        "verify / decode": round(verify / decode, 2),
+        # a verify call yields its accepted guesses + 1: it pays when that beats the ratio
+        "break-even accepted per verify": round(verify / decode - 1, 2),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -45,9 +81,13 @@ def main(argv: list[str] | None = None) -> int:
 
     checkpoint = fetch(args.model)
     tokenizer = load_tokenizer(checkpoint / "tokenizer.json")
-    rows = []
+    rows, calls = [], []
     for width in [int(w) for w in args.widths.split(",")]:
         asset = exported(args.model, "fp32", capacity=512, score_chunk=width)
+        prompt = encode_prompt(tokenizer, checkpoint, PROMPTS["chat"], chat=True)
+        cost = run_isolated(call_costs, str(asset), prompt)
+        calls.append(cost.result if cost.ok else {"k": width, "outcome": cost.summary()})
+        print(json.dumps(calls[-1]), file=sys.stderr, flush=True)
         for kind, text in PROMPTS.items():
             prompt = encode_prompt(tokenizer, checkpoint, text, chat=True)
             outcome = run_isolated(compare_on_runtime, str(asset), prompt, NEW_TOKENS)
@@ -75,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
                 }
             )
             print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
-    results = {"model": args.model, "preset": "fp32", "rows": rows}
+    results = {"model": args.model, "preset": "fp32", "rows": rows, "calls": calls}
     if args.record:
         from zoo.site.records import write_record
 

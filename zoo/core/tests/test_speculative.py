@@ -3,6 +3,9 @@ greedy decoding's, token for token, on the runtime."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 
 from zoo.core.speculative import lookup_draft
@@ -50,3 +53,31 @@ def test_an_asset_without_a_score_function_or_with_recurrent_states_is_refused(t
     spec = SimpleNamespace(score_chunk=4, state_shapes={"recurrent_0": [1]}, model="qwen3_5")
     with pytest.raises(ValueError, match="recurrent and cannot be rewound"):
         check_rewindable(spec)
+
+
+def zoo_generate(asset, *options: str) -> subprocess.CompletedProcess:
+    command = [sys.executable, "-m", "zoo", "generate", str(asset), "--prompt-ids"]
+    return subprocess.run(
+        [*command, "3,17,5,3,17,5,3,17", "--max-new-tokens", "24", *options],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def test_zoo_generate_speculate_lookup_prints_plain_greedy_tokens(asset):
+    plain, looked = zoo_generate(asset), zoo_generate(asset, "--speculate", "lookup")
+    assert plain.returncode == 0 and looked.returncode == 0, looked.stderr
+    assert looked.stdout.split() == plain.stdout.split() and len(plain.stdout.split()) == 24
+    assert "prompt lookup:" in looked.stderr and "verify calls kept" in looked.stderr
+
+
+def test_zoo_generate_speculate_refuses_sampling_and_an_asset_without_verify(asset, tmp_path):
+    from zoo.core.run import export
+
+    sampled = zoo_generate(asset, "--speculate", "lookup", "--temperature", "0.7")
+    assert sampled.returncode != 0 and "--temperature 0" in sampled.stderr
+    checkpoint = asset.parent / "llama"
+    bare = export(checkpoint, tmp_path / "bare.aimodel", capacity=64, chunk=4)
+    refused = zoo_generate(bare, "--speculate", "lookup")
+    assert refused.returncode != 0 and "--verify 8" in refused.stderr, refused.stderr
