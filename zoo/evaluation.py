@@ -184,8 +184,31 @@ def evaluate(
         "bootstrap resamples": RESAMPLES,
         "scoring s per text (all presets)": seconds,
         "rows": rows,
+        "curve": curve(rows),
         **checks,
     }
+
+
+def curve(rows: list[dict]) -> list[dict]:
+    """Perplexity against bits per weight, a series per text and method (round to nearest,
+    GPTQ), each from fp32: what the compression guide plots."""
+    points = []
+    for row in rows:
+        methods = (
+            ["round to nearest", "GPTQ"]
+            if row["preset"] == "fp32"
+            else ["GPTQ" if row["preset"].startswith("gptq:") else "round to nearest"]
+        )
+        for method in methods:
+            points.append(
+                {
+                    "series": f"{row['text']}, {method}",
+                    BITS: row[BITS],
+                    "perplexity": row["perplexity"],
+                    "preset": row["preset"],
+                }
+            )
+    return points
 
 
 def describe(row: dict) -> str:

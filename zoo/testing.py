@@ -107,44 +107,6 @@ def exported_assets(model: str, checkpoints: dict, directory, capacity: int, chu
     return ExportedAssets(directory, export)
 
 
-def greedy_and_lookup(asset: str, prompt: list[int]) -> dict:
-    """`runtime_greedy`'s tokens and logits; where the asset has a verify function,
-    speculative decoding beside plain greedy decoding, 16 tokens each: prompt lookup after
-    the prompt said three times, and guesses that are plain greedy's own tokens with every
-    third call's second guess wrong (so calls keep all, some and none of their guesses);
-    or why speculation refuses the asset (recurrent states). Isolate it."""
-    from zoo.core.generator import Generator, runtime_greedy
-    from zoo.core.speculative import check_rewindable, generate_by_lookup
-
-    result = runtime_greedy(asset, prompt)
-    with Generator(asset) as generator:
-        try:
-            check_rewindable(generator.spec)
-        except ValueError as refused:
-            return {**result, "lookup refused": str(refused)}
-        repeated = prompt * 3
-        plain = generator.generate(repeated, 16, stop_token_ids=[])
-        looked, _ = generate_by_lookup(generator, repeated, 16, stop_token_ids=[])
-        known = generator.generate(prompt, 16, stop_token_ids=[])
-        calls = []
-
-        def draft(context: list[int], count: int) -> list[int]:
-            calls.append(count)
-            guesses = known[len(context) - len(prompt) : len(context) - len(prompt) + count]
-            if len(calls) % 3 == 0 and len(guesses) > 1:
-                guesses[1] = (guesses[1] + 1) % generator.spec.vocab_size
-            return guesses
-
-        drafted, stats = generate_by_lookup(generator, prompt, 16, stop_token_ids=[], draft=draft)
-    return {
-        **result,
-        "plain": [plain, known],
-        "speculative": [looked, drafted],
-        "verify calls": stats["verify calls"],
-        "kept some, not all": 0 < stats["accepted"] < stats["guesses"],
-    }
-
-
 def check_runtime_greedy(
     model: str,
     checkpoints: dict,
@@ -168,6 +130,8 @@ def check_runtime_greedy(
     asset = assets[variant, strategy, layout]
     reference = reference_model(get_entry(model), checkpoints[variant])
     want, want_rows = greedy_reference_logits(reference, prompt)
+    from zoo.testing_speculative import greedy_and_lookup
+
     greedy = greedy_and_lookup if "score_chunk" in TEST_LAYOUTS[layout] else runtime_greedy
     outcome = run_isolated(greedy, str(asset), prompt, timeout=300)
     if outcome.ok and "speculative" in outcome.result:  # plain greedy's tokens, exactly

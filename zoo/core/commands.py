@@ -60,6 +60,8 @@ def export_command(args, entry: str | None, checkpoint: Path | None = None) -> i
         say("dry run: nothing written")
         return 0
     weights = f"; {plan.compress} weights, module by module" if plan.compress != "fp32" else ""
+    if plan.calibration:  # GPTQ: the whole model first, then each module's codes
+        weights = f"; {plan.compress} weights, codes chosen on {plan.calibration.name}"
     say(
         f"loading {shown(args.checkpoint)} ({plan.strategy} KV writes, capacity {plan.capacity}"
         f"{weights})"

@@ -160,7 +160,7 @@ class ModelEntry:
                 model, store and functools.partial(preset.compress_module, store=store.name)
             )
         if preset.calibrated:
-            from zoo.core.decode import torch_logits
+            from zoo.core.eager import torch_logits
             from zoo.core.gptq import calibrate
 
             pieces = [

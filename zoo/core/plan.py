@@ -169,7 +169,7 @@ def plan_export(
         keys=keys,
         sidecar=sidecar,
         experts=experts,
-        experts_stored=_experts_stored(found, config) if config.experts() else None,
+        has_experts=bool(config.experts()),
         score_chunk=score_chunk,
         overwrite=overwrite,
     )
@@ -290,21 +290,9 @@ def plan_for_model(model, output: str | os.PathLike, **options) -> ExportPlan:
         len(model.layers),
         strategy=model.strategy.name,
         capacity=model.capacity,
-        experts_stored=experts_stored(model),
+        has_experts=experts_stored(model) is not None,
         **options,
     )
-
-
-def _experts_stored(entry, config) -> str | None:
-    """How the decoder of `config` stores its experts (`zoo.core.experts.experts_stored`),
-    from a skeleton on the meta device (no memory, no weights)."""
-    import torch
-
-    from zoo.core.experts import experts_stored
-    from zoo.core.kv import get_strategy
-
-    with torch.device("meta"):
-        return experts_stored(entry.model(config, get_strategy("runtime-index"), 16))
 
 
 def _resolve(
@@ -323,7 +311,7 @@ def _resolve(
     keys: str = "auto",
     sidecar: str = "auto",
     experts: str = "auto",
-    experts_stored: str | None = None,
+    has_experts: bool = False,
     score_chunk: int | None = None,
     overwrite: bool = False,
 ) -> ExportPlan:
@@ -377,7 +365,7 @@ def _resolve(
         ranges=ranges,
         spans=tuple(spans) if spans else None,
         sidecar=wants_sidecar if entry.sidecar_option else None,
-        experts=experts if experts_stored else None,
+        experts=experts if has_experts else None,
         score_chunk=score_chunk,
         overwrite=overwrite,
     )
