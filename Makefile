@@ -74,6 +74,7 @@ bench: $(STAMP)
 	$(BIN)/python -m zoo.bench.streamed --record $(or $(RECORDS),docs/records)
 	# prompt-lookup speculative decoding against plain greedy, SmolLM2-135M (minutes)
 	$(BIN)/python -m zoo.bench.speculative --record $(or $(RECORDS),docs/records)
+	$(BIN)/python -m zoo.bench.compressed_decode --record $(or $(RECORDS),docs/records)
 
 clean:
 	rm -rf site .pytest_cache .cache
