@@ -192,6 +192,9 @@ def _generate(args, request, tokenizer, bundle: bool, interruption: Interruption
             from zoo.core.generator import Generator
 
             runner = Generator(args.asset, args.compute_unit)
+            # loaded now, with the runtime's log hidden, not announced in the answer
+            for kind in ("prefill", "score") if args.speculate else ("prefill",):
+                runner.functions[kind]
     with runner as generator:
         interruption.check()
         say(
@@ -215,17 +218,20 @@ def _generate(args, request, tokenizer, bundle: bool, interruption: Interruption
             printed = text
 
         started = time.perf_counter()
+        notes: list[str] = []
         try:
-            new = _run(generator, request, show, args.speculate)
+            new = _run(generator, request, show, args.speculate, notes)
         finally:
             if shown:  # the answer ends its line; an error goes on a line of its own
                 print(flush=True)
     seconds = time.perf_counter() - started
+    for note in notes:
+        say(note)
     say(f"{len(new)} tokens in {seconds:.2f} s ({len(new) / seconds:.1f} tok/s, prompt included)")
     return 0
 
 
-def _run(generator, request, show, speculate: str | None = None) -> list[int]:
+def _run(generator, request, show, speculate: str | None, notes: list[str]) -> list[int]:
     if speculate == "lookup":
         from zoo.core.speculative import generate_by_lookup
 
@@ -236,8 +242,8 @@ def _run(generator, request, show, speculate: str | None = None) -> list[int]:
             request.stop_token_ids,
             on_token=show,
         )
-        say(
-            f"\nprompt lookup: {stats['verify calls']} verify calls kept {stats['accepted']} "
+        notes.append(
+            f"prompt lookup: {stats['verify calls']} verify calls kept {stats['accepted']} "
             f"of {stats['guesses']} guesses; {stats['decode calls']} decode calls"
         )
         return new
