@@ -124,14 +124,11 @@ def projection_profile(preset: str, workdir: str, rows: int = 4096, columns: int
     """One `nn.Linear(columns, rows)` stored with `preset`, exported alone and timed on the
     runtime: median ms per call over 20 warm calls, the first calls, and the runtime
     profiler's most expensive op (run it with `run_isolated`)."""
-    import time
-
     import torch
 
     from zoo.core.compress import get_preset
     from zoo.core.export import export
-    from zoo.core.runtime import Model
-    from zoo.lab.profile import profile_call
+    from zoo.lab.profile import time_and_profile
 
     torch.manual_seed(0)
     module = torch.nn.Sequential(torch.nn.Linear(columns, rows, bias=False)).eval()
@@ -139,15 +136,7 @@ def projection_profile(preset: str, workdir: str, rows: int = 4096, columns: int
     module = get_preset(preset).apply(module)
     path = Path(workdir) / f"projection-{preset}.aimodel"
     export(module, (x,), path, input_names=["x"], output_names=["y"], overwrite=True)
-    with Model.load(path) as model:
-        function, inputs = model.function("main"), {"x": x.numpy()}
-        seconds = []
-        for _ in range(25):
-            started = time.perf_counter()
-            function(inputs, {})
-            seconds.append(time.perf_counter() - started)
-        ops = profile_call(model, "main", inputs, {})
-    top = ops[0] if ops else {"op": "-", "share": "-"}
+    _, seconds, top = time_and_profile(path, x.numpy())
     return {
         "preset": preset,
         "asset bytes": sum(f.stat().st_size for f in path.iterdir() if f.is_file()),

@@ -22,7 +22,6 @@ them beside coreai-opt's presets (`bench-compressed-decode`).
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import numpy as np
@@ -123,8 +122,7 @@ def encoding_row(name: str, workdir: str, calls: int = 25) -> dict:
     `projection_profile` times coreai-opt's presets; its largest gap to the dequantized
     product (run it with `run_isolated`)."""
     from zoo.core.export import export
-    from zoo.core.runtime import Model
-    from zoo.lab.profile import profile_call
+    from zoo.lab.profile import time_and_profile
 
     torch.manual_seed(0)
     weight = torch.randn(ROWS, COLUMNS) * 0.02
@@ -134,16 +132,7 @@ def encoding_row(name: str, workdir: str, calls: int = 25) -> dict:
     module = ENCODINGS[name](*grid).eval()
     path = Path(workdir) / f"encoding-{name.replace(' ', '').replace(',', '-')}.aimodel"
     export(module, (x,), path, input_names=["x"], output_names=["y"], overwrite=True)
-    with Model.load(path) as model:
-        function, inputs = model.function("main"), {"x": x.numpy()}
-        got = function(inputs, {})["y"]
-        seconds = []
-        for _ in range(calls):
-            started = time.perf_counter()
-            function(inputs, {})
-            seconds.append(time.perf_counter() - started)
-        ops = profile_call(model, "main", inputs, {})
-    top = ops[0] if ops else {"op": "-", "share": "-"}
+    got, seconds, top = time_and_profile(path, x.numpy(), calls)
     return {
         "encoding": name,
         "asset bytes": sum(f.stat().st_size for f in path.iterdir() if f.is_file()),

@@ -59,3 +59,18 @@ def profile_call(
         }
         for name, ns in totals.most_common()
     ]
+
+
+def time_and_profile(path, x: np.ndarray, calls: int = 25) -> tuple[np.ndarray, list[float], dict]:
+    """An exported single-input function (`main`: `x` in, `y` out) loaded from `path`: its
+    output, the seconds of `calls` calls in a row (the first one first after the load), and
+    the profiler's most expensive op."""
+    with Model.load(path) as model:
+        function, inputs = model.function("main"), {"x": x}
+        seconds = []
+        for _ in range(calls):
+            started = time.perf_counter()
+            output = function(inputs, {})["y"]
+            seconds.append(time.perf_counter() - started)
+        ops = profile_call(model, "main", inputs, {})
+    return output, seconds, ops[0] if ops else {"op": "-", "share": "-"}
