@@ -342,7 +342,7 @@ def entries_table(records_dir: Path, page: str) -> str:
                 "presets": ", ".join(
                     p for p, preset in PRESETS.items() if name not in dict(preset.unsupported)
                 )
-                + ", mixed:UNITS",
+                + ", int4-block64, mixed:UNITS, gptq:int4-block32|64",
                 "verified on the Linux CPU runtime": "; ".join(verified),
                 "not verified": "Mac GPU / Neural Engine runs",
             }
