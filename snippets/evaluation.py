@@ -37,5 +37,6 @@ if __name__ == "__main__" and "--record" in sys.argv:
         main(
             [option("--model", "smollm2-135m-instruct"), "--presets", presets]
             + ["--windows", option("--windows", "64")]
+            + ["--texts", option("--texts", "sotu-held-out,python-tutorial")]
             + ["--check-runtime", assets, "--record", directory]
         )

@@ -257,13 +257,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("model", help="a real model of zoo.fetch")
     parser.add_argument("--presets", default=",".join(PRESETS))
     parser.add_argument("--windows", type=int, default=WINDOWS)
+    parser.add_argument("--texts", default=",".join(TEXTS), help="comma-separated (zoo.texts)")
     parser.add_argument("--window", type=int, default=WINDOW)
     parser.add_argument("--check-runtime", metavar="DIR", help="export each preset here")
     parser.add_argument("--record", metavar="DIR", help="write evaluation-MODEL.json here")
     args = parser.parse_args(argv)
     presets = args.presets.split(",")
     results = evaluate(
-        args.model, presets, args.windows, args.window, check_runtime=args.check_runtime
+        args.model,
+        presets,
+        args.windows,
+        args.window,
+        tuple(args.texts.split(",")),
+        check_runtime=args.check_runtime,
     )
     for row in results["rows"]:
         print(describe(row))

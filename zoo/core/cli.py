@@ -304,9 +304,9 @@ def add_generate_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--speculate",
         choices=("lookup",),
-        help="greedy decoding that checks guesses from the context (prompt lookup) with "
-        "the asset's verify function (exported with --verify K): the same tokens, fewer "
-        "calls when the answer repeats the prompt",
+        help="check guesses from the context (prompt lookup) with the asset's verify "
+        "function (exported with --verify K): greedy, the same tokens; sampling, the same "
+        "distribution; fewer calls when the answer repeats the prompt",
     )
     parser.add_argument(
         "--tokenizer",

@@ -168,10 +168,8 @@ def _generate_command(args, interruption: Interruption) -> int:
     if args.speculate:
         from zoo.core.speculative import check_rewindable
 
-        if bundle or args.temperature > 0:
-            raise ValueError(
-                "--speculate lookup decodes greedily (--temperature 0) an asset of `zoo export`"
-            )
+        if bundle:
+            raise ValueError("--speculate lookup decodes an asset of `zoo export`")
         check_rewindable(spec)
     interruption.check()
     return _generate(args, request, tokenizer, bundle, interruption)
@@ -241,6 +239,9 @@ def _run(generator, request, show, speculate: str | None, notes: list[str]) -> l
             request.max_new_tokens,
             request.stop_token_ids,
             on_token=show,
+            temperature=request.temperature,
+            top_k=request.top_k,
+            seed=request.seed,
         )
         notes.append(
             f"prompt lookup: {stats['verify calls']} verify calls kept {stats['accepted']} "

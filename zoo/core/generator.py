@@ -17,19 +17,29 @@ from zoo.core.runtime import Model
 from zoo.core.spec import ContextFullError, DecodeSpec
 
 
+def distribution(logits: np.ndarray, temperature: float, top_k: int | None) -> np.ndarray:
+    """The probabilities `sample` draws from: all on the argmax when `temperature` is 0,
+    else the softmax of the top-k logits over `temperature`."""
+    if temperature <= 0:
+        probabilities = np.zeros(logits.size)
+        probabilities[int(np.argmax(logits))] = 1.0
+        return probabilities
+    scaled = logits.astype(np.float64) / temperature
+    if top_k is not None and top_k < scaled.size:
+        cutoff = np.partition(scaled, -top_k)[-top_k]
+        scaled = np.where(scaled >= cutoff, scaled, -np.inf)
+    probabilities = np.exp(scaled - scaled.max())
+    return probabilities / probabilities.sum()
+
+
 def sample(
     logits: np.ndarray, temperature: float, top_k: int | None, rng: np.random.Generator
 ) -> int:
     """Greedy when `temperature` is 0; else softmax sampling over the top-k logits."""
     if temperature <= 0:
         return int(np.argmax(logits))
-    scaled = logits.astype(np.float64) / temperature
-    if top_k is not None and top_k < scaled.size:
-        cutoff = np.partition(scaled, -top_k)[-top_k]
-        scaled = np.where(scaled >= cutoff, scaled, -np.inf)
-    probabilities = np.exp(scaled - scaled.max())
-    probabilities /= probabilities.sum()
-    return int(rng.choice(scaled.size, p=probabilities))
+    probabilities = distribution(logits, temperature, top_k)
+    return int(rng.choice(probabilities.size, p=probabilities))
 
 
 def passed_on(carried: dict, outputs: dict) -> dict:

@@ -38,11 +38,14 @@ def collect_hessians(
     final norm's outputs, named by the table ("embed_tokens")."""
     sums: dict[str, torch.Tensor] = {}
     counts: dict[str, int] = {}
+    last: list = [None, None]  # q, k and v (gate and up) read the same input tensor
 
     def add(name: str, x: torch.Tensor) -> None:
-        x = x.detach().reshape(-1, x.shape[-1]).double()
-        sums[name] = sums.get(name, 0) + x.T @ x
-        counts[name] = counts.get(name, 0) + x.shape[0]
+        if last[0] is not x:  # a window's product in float32, the sums in float64
+            rows = x.detach().reshape(-1, x.shape[-1]).float()
+            last[:] = [x, (rows.T @ rows).double()]
+        sums[name] = sums.get(name, 0) + last[1]
+        counts[name] = counts.get(name, 0) + x.numel() // x.shape[-1]
 
     hooks = []
     for name in names:
@@ -57,6 +60,7 @@ def collect_hessians(
     finally:
         for hook in hooks:
             hook.remove()
+        last.clear()
     return {name: sums[name] / counts[name] for name in sums}
 
 

@@ -22,6 +22,8 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from zoo.core.generator import distribution, sample
+
 KV_PREFIXES = ("k_cache", "v_cache")
 
 
@@ -68,10 +70,19 @@ def generate_by_lookup(
     on_token: Callable[[int], None] | None = None,
     longest: int = 3,
     draft: Callable[[list[int], int], list[int]] | None = None,
+    temperature: float = 0.0,
+    top_k: int | None = None,
+    seed: int | None = None,
 ) -> tuple[list[int], dict]:
-    """Greedy continuation of `prompt_ids` with prompt-lookup guesses verified by the
-    asset's score function; the tokens, and how many calls and guesses it took. `draft`
-    (context, count) -> guesses replaces the lookup (another source of guesses)."""
+    """The continuation of `prompt_ids` with prompt-lookup guesses verified by the asset's
+    score function; the tokens, and how many calls and guesses it took. `draft` (context,
+    count) -> guesses replaces the lookup (another source of guesses).
+
+    Greedy by default: the tokens are plain greedy decoding's. With a `temperature`, each
+    guess g is kept with probability p(g) (the standard rule for a draft that proposes g
+    for certain: min(1, p(g) / 1)); the first one not kept is replaced by a draw from p
+    without g, renormalised; so every token is drawn from the model's own distribution,
+    as `Generator.run` draws it (tested as a distribution)."""
     width = check_rewindable(generator.spec)
     if len(prompt_ids) + max_new_tokens - 1 > generator.spec.capacity:  # the last is not fed
         raise ValueError(
@@ -80,9 +91,14 @@ def generate_by_lookup(
         )
     # as `Generator.generate`: None stops at the asset's stop ids (included in the result)
     stops = set(generator.spec.stop_token_ids if stop_token_ids is None else stop_token_ids)
+    rng = np.random.default_rng(seed)
+
+    def draw(logits: np.ndarray) -> int:
+        return sample(logits, temperature, top_k, rng)
+
     generator.reset()
     context = list(prompt_ids)
-    token = int(np.argmax(generator.feed(context)))
+    token = draw(generator.feed(context))
     new: list[int] = []
     stats = {"decode calls": 0, "verify calls": 0, "guesses": 0, "accepted": 0}
 
@@ -106,22 +122,30 @@ def generate_by_lookup(
             guesses = list(guesses)[:room]
         if not guesses:
             stats["decode calls"] += 1
-            token = int(np.argmax(generator.feed([token])))
+            token = draw(generator.feed([token]))
             if not keep(token):
                 return new, stats
             continue
         piece = [token, *guesses]
         piece += [guesses[-1]] * (width - len(piece))  # a whole call; the extra is ignored
         start = generator.position
-        chosen = np.argmax(generator.verify(piece), axis=-1)
+        rows = generator.verify(piece)
         stats["verify calls"] += 1
         stats["guesses"] += len(guesses)
-        accepted = 0
-        while accepted < len(guesses) and chosen[accepted] == guesses[accepted]:
-            accepted += 1
+        accepted, last = 0, None
+        for guess, row in zip(guesses, rows, strict=False):
+            p = distribution(row, temperature, top_k)
+            if rng.random() < p[guess]:  # greedy: p is 1 on the argmax, 0 elsewhere
+                accepted += 1
+                continue
+            p[guess] = 0.0  # rejected: a draw from the rest of p
+            last = int(np.argmax(p)) if temperature <= 0 else int(rng.choice(p.size, p=p / p.sum()))
+            break
+        if last is None:  # every guess kept: the row after them is the model's next choice
+            last = draw(rows[accepted])
         stats["accepted"] += accepted
         generator.rewind(start + 1 + accepted)  # past `token` and the kept guesses
-        for kept in [*guesses[:accepted], int(chosen[accepted])]:
+        for kept in [*guesses[:accepted], last]:
             if not keep(int(kept)):
                 return new, stats
         token = new[-1]
