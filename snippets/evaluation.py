@@ -29,14 +29,12 @@ if __name__ == "__main__" and "--record" in sys.argv:
         return default
 
     directory = sys.argv[sys.argv.index("--record") + 1]
-    presets = option(
-        "--presets",
-        "fp32,int8,int4-block32,gptq:int4-block32,int4-block64,gptq:int4-block64",
-    )
+    model = option("--model", "smollm2-135m-instruct")
     with tempfile.TemporaryDirectory() as assets:  # each preset's asset
         main(
-            [option("--model", "smollm2-135m-instruct"), "--presets", presets]
+            [model, "--presets", option("--presets", "fp32,int8,int4-block32")]
             + ["--windows", option("--windows", "64")]
             + ["--texts", option("--texts", "sotu-held-out,python-tutorial")]
+            + ["--name", option("--name", f"evaluation-{model}")]
             + ["--check-runtime", assets, "--record", directory]
         )

@@ -261,6 +261,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--window", type=int, default=WINDOW)
     parser.add_argument("--check-runtime", metavar="DIR", help="export each preset here")
     parser.add_argument("--record", metavar="DIR", help="write evaluation-MODEL.json here")
+    parser.add_argument("--name", help="the record's name (default: evaluation-MODEL)")
     args = parser.parse_args(argv)
     presets = args.presets.split(",")
     results = evaluate(
@@ -276,7 +277,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.record:
         from zoo.site.records import write_record
 
-        print(f"wrote {write_record(args.record, f'evaluation-{args.model}', results)}")
+        name = args.name or f"evaluation-{args.model}"
+        print(f"wrote {write_record(args.record, name, results)}")
     return 0
 
 
