@@ -76,34 +76,38 @@ def gptq_codes(
     GPTQ under `hessian` `[in, in]`, columns in order of decreasing Hessian diagonal."""
     rows, columns = weight.shape
     block = columns // scale.shape[1]
-    w = weight.detach().double().clone()
     h = hessian.double().clone()
     dead = h.diagonal() == 0  # inputs never seen: their weights cannot matter
     h[dead, dead] = 1
-    w[:, dead] = 0
     order = torch.argsort(h.diagonal(), descending=True)
-    w, h = w[:, order], h[order][:, order]
+    h = h[order][:, order]
     h.diagonal().add_(DAMPING * h.diagonal().mean())
     # upper Cholesky factor of H^-1: row i holds how column i's error spreads to the rest
     inverse = torch.linalg.cholesky(torch.cholesky_inverse(torch.linalg.cholesky(h)), upper=True)
+    inverse = inverse.float()
+    # columns as rows (contiguous), in the Hessian's order: float32, as GPTQ runs on GPUs
+    w = weight.detach().float().T.clone()
+    w[dead] = 0
+    w = w[order].contiguous()
     grid_of_column = order // block
-    step, low = scale.double()[:, grid_of_column], minimum.double()[:, grid_of_column]
-    codes = torch.empty(rows, columns, dtype=torch.uint8)
+    step = scale.float().T[grid_of_column].contiguous()  # [columns, rows]
+    low = minimum.float().T[grid_of_column].contiguous()
+    codes = torch.empty(columns, rows, dtype=torch.uint8)
     for first in range(0, columns, COLUMNS_AT_ONCE):
         last = min(first + COLUMNS_AT_ONCE, columns)
-        chunk, errors = w[:, first:last].clone(), torch.zeros(rows, last - first, dtype=w.dtype)
+        chunk, errors = w[first:last].clone(), torch.empty(last - first, rows)
         local = inverse[first:last, first:last]
         for i in range(last - first):
             column = first + i
-            code = ((chunk[:, i] - low[:, column]) / step[:, column]).round().clamp(0, levels - 1)
-            codes[:, column] = code.to(torch.uint8)
-            error = (chunk[:, i] - (code * step[:, column] + low[:, column])) / local[i, i]
-            chunk[:, i:] -= error[:, None] * local[i, i:][None, :]
-            errors[:, i] = error
-        w[:, last:] -= errors @ inverse[first:last, last:]
+            code = ((chunk[i] - low[column]) / step[column]).round_().clamp_(0, levels - 1)
+            codes[column] = code.to(torch.uint8)
+            error = (chunk[i] - (code * step[column] + low[column])) / local[i, i]
+            chunk[i:].sub_(local[i, i:, None] * error[None, :])
+            errors[i] = error
+        w[last:] -= inverse[first:last, last:].T @ errors
     unsorted = torch.empty_like(codes)
-    unsorted[:, order] = codes
-    return unsorted
+    unsorted[order] = codes
+    return unsorted.T.contiguous()
 
 
 def search_grid(
