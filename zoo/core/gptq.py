@@ -5,12 +5,13 @@ picks them column by column and moves each rounding error onto the columns not y
 weighted by how the layer's inputs correlate (the Hessian `H = X^T X` of the layer's output
 error, measured on calibration text), so the layer's *outputs* stay close, not each weight.
 
-Here the grid is coreai-opt's: a module is compressed by its preset as usual (the scale and
-minimum of each block come from the weights, as round-to-nearest has them), and GPTQ only
-chooses the codes inside that grid ("static groups"), then writes them into coreai-opt's
-`quantized_data`. The asset is an ordinary int4-block asset: same scales, same size, same
-graph; only the codes differ. A tied table is calibrated as the head it also is (its
-inputs: the final norm's outputs).
+Here the format is coreai-opt's: a module is compressed by its preset as usual, each
+block's scale and minimum are then searched (`search_grid`: the min/max range shrunk where
+that lowers the error weighted by the Hessian's diagonal), and GPTQ chooses the codes
+inside that grid ("static groups"); both are written into coreai-opt's buffers (`scale`,
+`minval`, `quantized_data`). The asset is an ordinary int4-block asset: same graph, same
+size, other numbers in it. A tied table is calibrated as the head it also is (its inputs:
+the final norm's outputs).
 
 `calibrate(model, windows, preset)`: the model loaded in float32, calibration windows of
 token ids (text that is not the evaluation's), the base preset (an asymmetric uint4 one).
