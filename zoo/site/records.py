@@ -61,10 +61,7 @@ GENERATORS: dict[str, tuple[str, list[str]]] = {
             + ["--name", f"calibrated-{model}"],
         )
         for model, presets in (
-            (
-                "smollm2-135m-instruct",
-                "fp32,int4-block32,gptq:int4-block32,int4-block64,gptq:int4-block64",
-            ),
+            ("smollm2-135m-instruct", "fp32,int4-block64,gptq:int4-block64"),
             ("gemma3-270m", "fp32,int4-block64,gptq:int4-block64"),
         )
     },
