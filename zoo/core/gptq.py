@@ -153,7 +153,6 @@ def calibrate(
     forward: Callable,
     progress: Callable[[str], None] | None = None,
     store: str | None = None,
-    search: bool = True,
 ) -> dict:
     """Compress `model` (float32, loaded) with `preset`'s grid and GPTQ's codes, in place.
     Returns what was done: units, calibration tokens, seconds."""
@@ -176,11 +175,10 @@ def calibrate(
             continue
         grid = compressed.parametrizations.weight[0]
         hessian = hessians.pop(name)
-        if search:
-            block = original.shape[1] // grid.scale.shape[1]
-            scale, minimum = search_grid(original, hessian.diagonal(), block)
-            grid.scale.copy_(scale.to(grid.scale.dtype))
-            grid.minval.copy_(minimum.to(grid.minval.dtype))
+        block = original.shape[1] // grid.scale.shape[1]
+        scale, minimum = search_grid(original, hessian.diagonal(), block)
+        grid.scale.copy_(scale.to(grid.scale.dtype))
+        grid.minval.copy_(minimum.to(grid.minval.dtype))
         codes = gptq_codes(original, hessian, grid.scale.float(), grid.minval.float())
         grid.quantized_data.copy_(codes.to(grid.quantized_data.dtype))
         replace_module(model, name, compressed)
