@@ -15,6 +15,7 @@ from zoo.core.generator import Generator
 from zoo.core.sidecar import SidecarTable
 from zoo.gemma4 import export_gemma4, load_gemma4
 from zoo.reference import greedy_reference, reference_model
+from zoo.testing import TEST_LAYOUTS
 
 from .conftest import CAPACITY, CHUNK
 
@@ -26,7 +27,11 @@ SIDECAR = "per_layer_embeddings.int8.safetensors"
 def sidecar_asset(checkpoints, tmp_path_factory):
     model = load_gemma4(checkpoints["kv-sharing"], "runtime-index", CAPACITY, ple_sidecar=True)
     path = tmp_path_factory.mktemp("sidecar") / "ple.aimodel"
-    return model, export_gemma4(model, path, chunk=CHUNK, checkpoint=checkpoints["kv-sharing"])
+    # the layout of the in-graph asset it is compared with, so only the table differs
+    layout = TEST_LAYOUTS["default"]
+    return model, export_gemma4(
+        model, path, chunk=CHUNK, checkpoint=checkpoints["kv-sharing"], **layout
+    )
 
 
 def runtime_rows(asset, ids):

@@ -53,7 +53,8 @@ def test_runtime_costs_score_within_the_budget_and_skip_past_it(scored_asset):
 
 
 def test_an_asset_without_score_says_how_to_get_one(assets):
-    with Generator(assets["default", "runtime-index"]) as generator:
+    # the "ranges" layout has no score_chunk (the default layout has one since prompt lookup)
+    with Generator(assets["default", "runtime-index", "ranges"]) as generator:
         with pytest.raises(ValueError, match="score_chunk"):
             generator.score([2, 17])
 
