@@ -35,6 +35,7 @@ TEST_LAYOUTS = {
     "ranges-spans": {"layers_per_function": 1, "spans": [8, 16]},
     # mixtures of experts: every expert weighted, beside the default chosen-only GatherMM
     "all-experts": {"experts": "all"},
+    "int8-kv": {"kv_cache": "int8"},  # the KV cache as int8 codes and scales (zoo.core.cache)
 }
 
 

@@ -32,8 +32,9 @@ def _time_eager(model, spec, inputs_at, shape: Shape, repeats: int) -> tuple[flo
     """Median seconds of a prefill chunk and of a decode step in torch eager (the prefill
     chunk computes the last row's logits only, as the exported one does)."""
     from zoo.core.decode import FlatDecoder
+    from zoo.core.eager import zero_state
 
-    states = [torch.zeros(s) for s in spec.state_shapes.values()]
+    states = [zero_state(spec, name) for name in spec.state_shapes]
 
     def eager_at(position: int, length: int):
         flat = FlatDecoder(model, spec, last_row_only=length > 1)

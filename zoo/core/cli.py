@@ -238,6 +238,13 @@ def add_export_options(parser: argparse.ArgumentParser, entry: str | None) -> No
         "decoding: zoo generate --speculate lookup; docs/performance.md)",
     )
     parser.add_argument(
+        "--kv-cache",
+        default="fp32",
+        choices=("fp32", "int8"),
+        help="how the KV cache is stored: int8 holds a position in about a quarter of the "
+        "bytes, each head's row quantized with its own scale (docs/guides/compression.md)",
+    )
+    parser.add_argument(
         "--calibration",
         type=Path,
         metavar="FILE.txt",

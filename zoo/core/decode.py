@@ -21,7 +21,12 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
-from zoo.core.eager import decode_spec, torch_logits  # noqa: F401 (imported from here too)
+from zoo.core.cache import set_kv_cache
+from zoo.core.eager import (  # noqa: F401 (decode_spec, torch_logits imported from here too)
+    decode_spec,
+    torch_logits,
+    zero_state,
+)
 from zoo.core.export import EntryPoint, export_entry_points
 from zoo.core.layout import apply_layout
 from zoo.core.spec import DecodeSpec
@@ -86,7 +91,7 @@ class FlatDecoder(torch.nn.Module):
             shapes = {"hidden": (1, length, width), **carried_shapes(self.model, length)}
             inputs = {n: np.zeros(s, np.float32) for n, s in shapes.items()} | inputs
         inputs = {name: inputs[name] for name in self.input_names}
-        states = (torch.zeros(self.spec.state_shapes[name]) for name in self.state_names)
+        states = (zero_state(self.spec, name) for name in self.state_names)
         return inputs, (*(torch.from_numpy(v) for v in inputs.values()), *states)
 
     def forward(self, *tensors: torch.Tensor) -> torch.Tensor:
@@ -179,6 +184,7 @@ def export_model(
     layers_per_function: int | None = None,
     spans: Sequence[int] | None = None,
     experts: str = "auto",
+    kv_cache: str | None = None,
 ) -> Path:
     """Export a loaded zoo decoder (`zoo.<model>.load_<model>`) as prefill + decode: the
     options are planned and checked once (`zoo.core.plan.plan_for_model`), then written.
@@ -197,6 +203,8 @@ def export_model(
     attend over the cache's first `span` columns only: the host calls the shortest one that
     holds the chunk (docs/performance.md#attention-spans). `experts` (mixtures of experts):
     "chosen" computes only the router's choices, "all" every expert (`zoo.core.experts`).
+    `kv_cache` "int8" stores the KV cache as int8 codes and scales (`zoo.core.cache`;
+    None: as the model's caches are now, fp32 unless `set_kv_cache` said otherwise).
     """
     from zoo.core.plan import plan_for_model
 
@@ -213,6 +221,7 @@ def export_model(
         layers_per_function=layers_per_function,
         spans=spans,
         experts=experts,
+        **({} if kv_cache is None else {"kv_cache": kv_cache}),
     )
     return write_asset(model, plan)
 
@@ -238,6 +247,7 @@ def write_asset(
 
         stack_experts(model)
     preset.check_range(model)
+    set_kv_cache(model, plan.kv_cache)
     apply_layout(model, plan.weights, plan.keys)  # the projections left as nn.Linear
     spec = decode_spec(model, plan.chunk, source.name if source is not None else None)
     spec = replace(
@@ -269,5 +279,5 @@ def example_inputs(
     inputs = {"input_ids": np.zeros((1, length), np.int32), **spec.host_inputs(0, length, span)}
     for name, sidecar in spec.sidecars.items():
         inputs[name] = np.zeros((1, length, sidecar["width"]), np.float32)
-    states = tuple(torch.zeros(shape) for shape in spec.state_shapes.values())
+    states = tuple(zero_state(spec, name) for name in spec.state_shapes)
     return inputs, (*(torch.from_numpy(v) for v in inputs.values()), *states)

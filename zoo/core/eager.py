@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import torch
 
+from zoo.core.cache import kv_caches
 from zoo.core.layout import layout_of
 from zoo.core.spec import DecodeSpec
 
@@ -25,6 +26,7 @@ def decode_spec(
         stop_token_ids=[int(token) for token in model.config.stop_token_ids],
         checkpoint=checkpoint,
         layout=layout_of(model),
+        state_dtypes={n: t for cache in kv_caches(model) for n, t in cache.dtypes().items()},
         sidecars={
             name: {"file": f"{name}.int8.safetensors", "rows": rows, "width": width}
             for name, (rows, width) in _sidecar_shapes(model).items()
@@ -50,6 +52,13 @@ def torch_logits(model: torch.nn.Module, ids: list[int]) -> torch.Tensor:
     step = {n: torch.from_numpy(v) for n, v in spec.host_inputs(0, len(ids)).items()}
     for name, source in getattr(model, "sidecars", {}).items():  # the same int8 rows
         step[name] = source.rows(torch.tensor([ids]))
-    states = {name: torch.zeros(shape) for name, shape in spec.state_shapes.items()}
+    states = {name: zero_state(spec, name) for name in spec.state_shapes}
     with torch.no_grad():
         return model(torch.tensor([ids], dtype=torch.int32), step.pop("positions"), step, states)
+
+
+def zero_state(spec: DecodeSpec, name: str) -> torch.Tensor:
+    """State `name` of `spec` as a new decode starts it: zeros of its shape and dtype."""
+    return torch.zeros(
+        spec.state_shapes[name], dtype=getattr(torch, spec.state_dtypes.get(name, "float32"))
+    )

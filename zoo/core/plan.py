@@ -29,6 +29,10 @@ BYTES_PER_WEIGHT = {
     "int4-block64": 0.5625,
 }
 OTHER_BYTES_PER_WEIGHT = 1.2  # palettize4, mixed: between 4 and 8 bits with their tables
+KV_CACHE_TITLES = {
+    "fp32": "fp32",
+    "int8": "int8 codes and a float32 scale a head and position (about a quarter of fp32)",
+}
 
 
 @dataclass(frozen=True)
@@ -45,6 +49,7 @@ class ExportPlan:
     weights: str  # stored projection layout (zoo.core.layout)
     keys: str  # key cache layout
     layers: int  # decoder layers
+    kv_cache: str = "fp32"  # fp32, or int8 codes and scales (zoo.core.cache)
     ranges: tuple[tuple[int, int], ...] | None = None  # layer ranges, one function each
     spans: tuple[int, ...] | None = None  # prefill attention spans below the capacity
     sidecar: bool | None = None  # lookup tables as int8 files (entries that have them)
@@ -81,6 +86,7 @@ class ExportPlan:
             ("capacity", f"{self.capacity} tokens"),
             ("prefill chunk", f"{self.chunk} tokens"),
             ("weights", f"{self.compress}, layout {self.weights}, keys {self.keys}"),
+            ("KV cache", KV_CACHE_TITLES[self.kv_cache]),
             *([("calibration", str(self.calibration))] if self.calibration else []),
             ("functions", f"prefill + decode, layer ranges: {ranges}"),
             (
@@ -104,10 +110,10 @@ class ExportPlan:
                 "chosen": "the chosen experts only (GatherMM)",
                 "all": "every expert, weighted by the router",
             }
-            rows.insert(7, ("experts", computed[self.experts]))
+            rows.insert(8, ("experts", computed[self.experts]))
         if self.sidecar is not None:
             tables = "int8 files beside the program" if self.sidecar else "in the graph"
-            rows.insert(7, ("lookup tables", tables))
+            rows.insert(8, ("lookup tables", tables))
         width = max(len(name) for name, _ in rows)
         return "\n".join(f"{name:<{width}}  {value}" for name, value in rows)
 
@@ -136,6 +142,7 @@ def plan_export(
     overwrite: bool = False,
     stream: str = "auto",
     calibration: str | os.PathLike | None = None,
+    kv_cache: str = "fp32",
 ) -> ExportPlan:
     """Resolve and check an export of the checkpoint directory `checkpoint` to `output`;
     reads config.json and the safetensors headers only (milliseconds, no weights).
@@ -143,7 +150,8 @@ def plan_export(
     `stream`: "on" exports range by range (`zoo.core.stream`: peak memory follows the
     largest range), "off" in one piece, "auto" range by range when the whole model would
     not fit in half this machine's memory. `calibration`: a UTF-8 text file, for a
-    calibrated preset (`gptq:int4-block64`) to choose its codes on."""
+    calibrated preset (`gptq:int4-block64`) to choose its codes on. `kv_cache`: "fp32" or
+    "int8" (`zoo.core.cache`)."""
     from zoo.core.entry import entry_for_checkpoint, get_entry
     from zoo.core.weights import values_per_layer, weight_count
 
@@ -172,6 +180,7 @@ def plan_export(
         has_experts=bool(config.experts()),
         score_chunk=score_chunk,
         overwrite=overwrite,
+        kv_cache=kv_cache,
     )
     parameters = weight_count(checkpoint)
     per_weight = BYTES_PER_WEIGHT.get(plan.compress.removeprefix("gptq:"), OTHER_BYTES_PER_WEIGHT)
@@ -281,8 +290,10 @@ def plan_for_model(model, output: str | os.PathLike, **options) -> ExportPlan:
             f"compress={loaded_with!r} (or load it again without compression)"
         )
     options["compress"] = compress
+    from zoo.core.cache import kv_cache_of
     from zoo.core.experts import experts_stored
 
+    options.setdefault("kv_cache", kv_cache_of(model))  # as loaded, unless asked otherwise
     return _resolve(
         get_entry(model.name),
         Path(checkpoint) if checkpoint is not None else None,
@@ -314,6 +325,7 @@ def _resolve(
     has_experts: bool = False,
     score_chunk: int | None = None,
     overwrite: bool = False,
+    kv_cache: str = "fp32",
 ) -> ExportPlan:
     """Every check of an export's options, in one place."""
     from zoo.core.compress import get_preset
@@ -335,6 +347,8 @@ def _resolve(
     if score_chunk is not None and not 1 <= score_chunk <= capacity:
         raise ValueError(f"the score chunk must hold 1 to {capacity} tokens, got {score_chunk}")
     check_spans(spans, chunk, capacity)
+    if kv_cache not in KV_CACHE_TITLES:
+        raise ValueError(f"--kv-cache is one of {list(KV_CACHE_TITLES)}, got {kv_cache!r}")
     preset = get_preset(compress)
     preset.check(entry.name)
     ranges = None
@@ -362,6 +376,7 @@ def _resolve(
         weights=layout["weights"],
         keys=layout["keys"],
         layers=layers,
+        kv_cache=kv_cache,
         ranges=ranges,
         spans=tuple(spans) if spans else None,
         sidecar=wants_sidecar if entry.sidecar_option else None,

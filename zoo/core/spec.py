@@ -89,6 +89,8 @@ class DecodeSpec:
     # Decode stays whole: on the Linux runtime a step's slice of the cache cost more than
     # the attention it saved (docs/performance.md#attention-spans)
     spans: list[int] | None = None
+    # states not stored float32, by name: an int8 KV cache's codes (zoo.core.cache)
+    state_dtypes: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         # a hand-edited or damaged metadata.json must not decode silently wrong: a stop id
@@ -99,6 +101,11 @@ class DecodeSpec:
             if not 0 <= token < self.vocab_size:
                 raise ValueError(f"stop id {token} is outside the vocabulary")
         check_spans(self.spans, self.chunk, self.capacity)
+
+    @property
+    def kv_cache(self) -> str:
+        """How the KV cache is stored: "int8" (codes and scales) or "fp32"."""
+        return "int8" if "int8" in self.state_dtypes.values() else "fp32"
 
     def check_exportable(self) -> None:
         """The functions this spec names can be exported: a prefill chunk of 2 tokens or

@@ -24,7 +24,7 @@ import numpy as np
 
 from zoo.core.generator import distribution, sample
 
-KV_PREFIXES = ("k_cache", "v_cache")
+KV_PREFIXES = ("k_cache", "v_cache", "k_scale", "v_scale")  # rewound by position
 
 
 def lookup_draft(

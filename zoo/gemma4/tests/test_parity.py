@@ -13,6 +13,7 @@ import torch
 from zoo.gemma4 import load_gemma4, torch_logits
 from zoo.reference import reference_model
 from zoo.testing import check_layout_computes_the_same, check_runtime_greedy
+from zoo.testing_kv import check_int8_kv_cache
 
 from .conftest import CAPACITY, CHUNK
 
@@ -77,3 +78,8 @@ def test_the_experts_compute_alike_chosen_or_all(checkpoints, assets, strategy):
         "gemma4", checkpoints, assets, "moe", strategy, PROMPT, layout="all-experts"
     )
     check_layout_computes_the_same(assets, "moe", strategy, "all-experts")
+
+
+def test_an_int8_kv_cache_is_shared_and_slides_like_eager(checkpoints, assets):
+    # KV-shared layers read (and dequantize) the int8 codes another layer wrote
+    check_int8_kv_cache("gemma4", checkpoints, assets, "kv-sharing", "runtime-index")

@@ -24,6 +24,7 @@ from zoo.testing import (
     check_runtime_greedy,
     check_window_shorter_than_the_cache,
 )
+from zoo.testing_kv import check_int8_kv_cache
 
 from .conftest import CHUNK
 
@@ -113,3 +114,8 @@ def test_qwen2_biases_are_on_q_k_v_only():
     attention = ENTRY.model(config, get_strategy("runtime-index"), 16).layers[0].self_attn
     assert [p.bias is not None for p in (attention.q_proj, attention.k_proj)] == [True, True]
     assert attention.v_proj.bias is not None and attention.o_proj.bias is None
+
+
+@pytest.mark.parametrize("strategy", ["runtime-index", "input-mask-blend"])
+def test_an_int8_kv_cache_decodes_like_eager_with_the_same_cache(checkpoints, assets, strategy):
+    check_int8_kv_cache("llama", checkpoints, assets, "default", strategy)

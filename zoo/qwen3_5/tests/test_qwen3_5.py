@@ -25,6 +25,7 @@ from zoo.testing import (
     check_layout_computes_the_same,
     check_runtime_greedy,
 )
+from zoo.testing_kv import check_int8_kv_cache
 
 from .conftest import CAPACITY, CHUNK
 
@@ -132,3 +133,7 @@ def test_attention_spans_leave_the_linear_attention_layers_alone(checkpoints, as
         "qwen3_5", checkpoints, assets, "4-layer", strategy, PROMPT, layout="spans"
     )
     check_layout_computes_the_same(assets, "4-layer", strategy, "spans")
+
+
+def test_an_int8_kv_cache_beside_the_recurrent_states_decodes_like_eager(checkpoints, assets):
+    check_int8_kv_cache("qwen3_5", checkpoints, assets, "4-layer", "input-mask-blend")
