@@ -11,8 +11,12 @@ import sys
 # --8<-- [start:evaluate]
 from zoo.evaluation import describe, evaluate
 
+# "+int8-kv": the KV cache stored int8 as well (zoo export --kv-cache int8)
 results = evaluate(
-    "smollm2-135m-instruct", ["fp32", "int8"], windows=4, window=128
+    "smollm2-135m-instruct",
+    ["fp32", "int8", "fp32+int8-kv"],
+    windows=4,
+    window=128,
 )
 for row in results["rows"]:
     print(describe(row))

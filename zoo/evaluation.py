@@ -13,7 +13,12 @@ exports each preset and asserts it again on a window). Per preset and text:
   move together, so the change is known far better than either);
 - mean KL(fp32 || preset) in nats and top-1 agreement with fp32;
 - bits per weight as Apple counts them (`zoo.core.stores.stored_bits`: codes, scales,
-  offsets and lookup tables, over every weight including the embedding).
+  offsets and lookup tables, over every weight including the embedding), and the KV
+  cache's bytes a token.
+
+A preset named with `+int8-kv` (`int4-block64+int8-kv`) is scored with its KV cache
+stored int8 as well (`zoo.core.cache`): every window's keys and values go through the
+int8 cache as the asset's would.
 """
 
 from __future__ import annotations
@@ -35,6 +40,15 @@ CALIBRATION_WINDOWS = 16  # of each calibration text: 32 x 512 tokens
 RESAMPLES = 2000
 PRESETS = ("fp32", "int8", "int4-block32", "palettize4")
 BITS = "bits per weight (with scales)"  # as Apple counts them: zoo.core.stores.stored_bits
+INT8_KV = "+int8-kv"  # a scored preset's suffix: its KV cache stored int8 (zoo.core.cache)
+
+
+def split_variant(variant: str) -> tuple[str, str]:
+    """The weights preset and the KV cache of a scored variant ("int4-block64+int8-kv":
+    int4-block64 weights, an int8 cache)."""
+    if variant.endswith(INT8_KV):
+        return variant.removesuffix(INT8_KV), "int8"
+    return variant, "fp32"
 
 
 def say(message: str) -> None:
@@ -129,6 +143,7 @@ def evaluate(
     torch eager, against fp32 on the same windows. With `check_runtime` (a directory),
     each scored model is exported there and its runtime logits checked against eager's
     (`runtime_equals_eager`)."""
+    from zoo.core.cache import kv_bytes_per_token, set_kv_cache
     from zoo.core.compress import get_preset
     from zoo.core.decode import torch_logits
     from zoo.core.entry import get_entry
@@ -140,17 +155,21 @@ def evaluate(
     models, facts = {}, {}
     for preset in names:
         started = time.perf_counter()
-        calibrated = get_preset(preset).calibrated
+        weights_preset, kv_cache = split_variant(preset)
+        calibrated = get_preset(weights_preset).calibrated
         models[preset] = entry.load(
             checkpoint,
-            compress=get_preset(preset),
+            compress=get_preset(weights_preset),
             capacity=window,
             calibration=calibration_windows(name, window=window) if calibrated else None,
         )
+        set_kv_cache(models[preset], kv_cache)
         bits, weights = stored_bits(models[preset])
         facts[preset] = {
             BITS: round(bits / weights, 3),
             "weights": weights,
+            "KV cache": kv_cache,
+            "KV cache bytes a token": kv_bytes_per_token(models[preset]),
             "load and compress s": round(time.perf_counter() - started, 1),
             **getattr(models[preset], "calibration", {}),
         }
@@ -199,6 +218,8 @@ def curve(rows: list[dict]) -> list[dict]:
             if row["preset"] == "fp32"
             else ["GPTQ" if row["preset"].startswith("gptq:") else "round to nearest"]
         )
+        if row["preset"].endswith(INT8_KV):
+            methods = [f"{method}, int8 KV cache" for method in methods]
         for method in methods:
             points.append(
                 {
@@ -215,7 +236,8 @@ def describe(row: dict) -> str:
     """One line of a row: the perplexity, its change against fp32 with the interval."""
     return (
         f"{row['preset']:>13} {row['text']:>16}: perplexity {row['perplexity (95% interval)']}, "
-        f"{row['vs fp32 (95% interval)']}, {row[BITS]} bits a weight"
+        f"{row['vs fp32 (95% interval)']}, {row[BITS]} bits a weight, KV cache "
+        f"{row['KV cache bytes a token']:,} bytes a token"
     )
 
 
@@ -231,12 +253,14 @@ def runtime_equals_eager(name: str, preset: str, model, directory: str | Path, t
     ids = text_windows(name, TEXTS[0], 1, tokens)[0]
     eager = torch_logits(model, ids)[0].float().numpy()
     path = Path(directory) / f"{name}-{preset.replace(':', '-')}.aimodel"
+    weights_preset, kv_cache = split_variant(preset)
     export_model(
         model,
         path,
         chunk=16,
         checkpoint=fetch(name),
-        compress=preset,
+        compress=weights_preset,
+        kv_cache=kv_cache,
         score_chunk=tokens,
         overwrite=True,
     )
