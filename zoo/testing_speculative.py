@@ -40,3 +40,18 @@ def greedy_and_lookup(asset: str, prompt: list[int]) -> dict:
         "verify calls": stats["verify calls"],
         "kept some, not all": 0 < stats["accepted"] < stats["guesses"],
     }
+
+
+def plain_and_drafted(asset: str, draft: str, prompt: list[int], new_tokens: int) -> dict:
+    """Plain greedy decoding of `asset`, then speculative decoding with the draft asset's
+    guesses: both token lists and the speculation's counts (isolate it)."""
+    from zoo.core.generator import Generator
+    from zoo.core.speculative import DraftAsset, generate_by_lookup
+
+    with Generator(asset) as generator, Generator(draft) as drafter:
+        plain = generator.generate(prompt, new_tokens, stop_token_ids=[])
+        guesses = DraftAsset(drafter)
+        drafted, stats = generate_by_lookup(
+            generator, prompt, new_tokens, [], draft=guesses, temperature=0.0
+        )
+    return {"plain": plain, "drafted": drafted, "draft calls": guesses.feeds, **stats}

@@ -109,6 +109,13 @@ def token_ids(text: str) -> list[int]:
     return ids
 
 
+def speculation(text: str) -> str:
+    """`lookup`, or `draft:PATH` (a draft asset; checked against the model before loading)."""
+    if text == "lookup" or (text.startswith("draft:") and len(text) > len("draft:")):
+        return text
+    raise argparse.ArgumentTypeError(f"{text!r}: give lookup or draft:PATH/TO/DRAFT.aimodel")
+
+
 def preset_name(text: str) -> str:
     """A preset's name, or mixed:UNIT,... (checked against the model by the plan)."""
     from zoo.core.compress import get_preset
@@ -310,10 +317,11 @@ def add_generate_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=whole_number(0), help="the sampling's random seed")
     parser.add_argument(
         "--speculate",
-        choices=("lookup",),
-        help="check guesses from the context (prompt lookup) with the asset's verify "
-        "function (exported with --verify K): greedy, the same tokens; sampling, the same "
-        "distribution; fewer calls when the answer repeats the prompt",
+        type=speculation,
+        metavar="{lookup,draft:ASSET}",
+        help="check guesses with the asset's verify function (exported with --verify K): "
+        "lookup guesses from the context, draft:ASSET from a smaller asset with the same "
+        "tokenizer; greedy, the same tokens; sampling, the same distribution",
     )
     parser.add_argument(
         "--tokenizer",

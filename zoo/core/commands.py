@@ -169,11 +169,15 @@ def _generate_command(args, interruption: Interruption) -> int:
     if spec is not None:
         request = request.fitted(spec)  # refused here, before the model loads
     if args.speculate:
-        from zoo.core.speculative import check_rewindable
+        from zoo.core.speculative import check_kv_only, check_rewindable, check_same_vocabulary
 
         if bundle:
-            raise ValueError("--speculate lookup decodes an asset of `zoo export`")
+            raise ValueError("--speculate decodes an asset of `zoo export`")
         check_rewindable(spec)
+        if args.speculate.startswith("draft:"):
+            draft = Path(args.speculate.removeprefix("draft:"))
+            check_kv_only(DecodeSpec.of_asset(draft))  # names a missing or foreign folder
+            check_same_vocabulary(args.asset, draft)
     interruption.check()
     return _generate(args, request, tokenizer, bundle, interruption)
 
@@ -184,6 +188,7 @@ def _generate(args, request, tokenizer, bundle: bool, interruption: Interruption
 
     say(f"loading {args.asset.name} (compute unit {args.compute_unit or default_compute_unit()})")
     started = time.perf_counter()
+    drafter, speculate = None, args.speculate
     with runtime_chatter_hidden():  # the runtime logs each function it loads
         if bundle:  # run as Apple's engine is reported to (zoo.core.engine)
             from zoo.core.engine import EngineRunner
@@ -196,7 +201,11 @@ def _generate(args, request, tokenizer, bundle: bool, interruption: Interruption
             # loaded now, with the runtime's log hidden, not announced in the answer
             for kind in ("prefill", "score") if args.speculate else ("prefill",):
                 runner.functions[kind]
-    with runner as generator:
+            if speculate and speculate.startswith("draft:"):
+                drafter = Generator(speculate.removeprefix("draft:"), args.compute_unit)
+                for kind in ("prefill", "decode"):
+                    drafter.functions[kind]
+    with runner as generator, drafter or contextlib.nullcontext():
         interruption.check()
         say(
             f"loaded in {time.perf_counter() - started:.1f} s (weights "
@@ -221,7 +230,7 @@ def _generate(args, request, tokenizer, bundle: bool, interruption: Interruption
         started = time.perf_counter()
         notes: list[str] = []
         try:
-            new = _run(generator, request, show, args.speculate, notes)
+            new = _run(generator, request, show, speculate, notes, drafter)
         finally:
             if shown:  # the answer ends its line; an error goes on a line of its own
                 print(flush=True)
@@ -232,23 +241,29 @@ def _generate(args, request, tokenizer, bundle: bool, interruption: Interruption
     return 0
 
 
-def _run(generator, request, show, speculate: str | None, notes: list[str]) -> list[int]:
-    if speculate == "lookup":
-        from zoo.core.speculative import generate_by_lookup
+def _run(generator, request, show, speculate, notes: list[str], drafter=None) -> list[int]:
+    """The answer: plain, or speculative (`speculate` "lookup" or "draft:PATH", whose
+    `Generator` is `drafter`)."""
+    if speculate:
+        from zoo.core.speculative import DraftAsset, generate_by_lookup
 
+        draft = None if drafter is None else DraftAsset(drafter)
         new, stats = generate_by_lookup(
             generator,
             request.prompt_ids,
             request.max_new_tokens,
             request.stop_token_ids,
             on_token=show,
+            draft=draft,
             temperature=request.temperature,
             top_k=request.top_k,
             seed=request.seed,
         )
+        source = "prompt lookup" if draft is None else f"draft {Path(speculate[6:]).name}"
         notes.append(
-            f"prompt lookup: {stats['verify calls']} verify calls kept {stats['accepted']} "
+            f"{source}: {stats['verify calls']} verify calls kept {stats['accepted']} "
             f"of {stats['guesses']} guesses; {stats['decode calls']} decode calls"
+            + (f"; {draft.feeds} draft calls" if draft is not None else "")
         )
         return new
     if hasattr(generator, "run"):

@@ -14,11 +14,19 @@ rejected guesses sits in cache columns past the position, which every mask hides
 later call writes them again (`zoo.core.spec.DecodeSpec.host_inputs`: the columns are
 absolute positions, sliding windows included). Recurrent states (Qwen3.5's GatedDeltaNet)
 cannot be rewound: refused.
+
+A draft asset (`DraftAsset`: a smaller model with the same tokenizer, or the model's own
+first layers, `zoo.core.stream.truncated`) guesses instead of the lookup: its greedy tokens,
+one decode call of its own each; its context follows the target's by rewinding past the
+guesses the target refused. Its guesses are certain (greedy), so the accept/reject rule
+above holds for sampling as it is.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import numpy as np
 
@@ -53,13 +61,70 @@ def check_rewindable(spec) -> int:
             "speculative decoding checks guesses with the asset's verify function: export "
             "it with one (zoo export ... --verify 8, or score_chunk=8 in Python)"
         )
+    check_kv_only(spec)
+    return spec.score_chunk
+
+
+def check_kv_only(spec) -> None:
+    """Refuse an asset with recurrent states: it cannot be rewound past a refused guess."""
     kept = [name for name in spec.state_shapes if not name.startswith(KV_PREFIXES)]
     if kept:
         raise ValueError(
             f"{spec.model}: states {kept[:2]} are recurrent and cannot be rewound after a "
             "rejected guess; speculative decoding needs KV caches only"
         )
-    return spec.score_chunk
+
+
+def check_same_vocabulary(target: str | Path, draft: str | Path) -> None:
+    """A draft's token ids must mean what the target's mean: the same tokenizer vocabulary
+    (tokenizer.json's model and added tokens; its chat template may differ)."""
+
+    def vocabulary(asset: Path):
+        path = Path(asset) / "tokenizer.json"
+        if not path.is_file():
+            return None
+        tokenizer = json.loads(path.read_text(encoding="utf-8"))
+        return tokenizer.get("model"), tokenizer.get("added_tokens")
+
+    ours, theirs = vocabulary(target), vocabulary(draft)
+    if ours is None or theirs is None or ours != theirs:
+        raise ValueError(
+            f"the draft {Path(draft).name} and the model {Path(target).name} must share one "
+            "tokenizer (the same tokenizer.json vocabulary in both assets): "
+            + ("one has no tokenizer.json" if None in (ours, theirs) else "theirs differ")
+        )
+
+
+class DraftAsset:
+    """Guesses from a draft asset (a `Generator` over it): its greedy continuation of the
+    context, `count` tokens, one draft decode call each. What the draft fed and the target
+    refused is rewound before the next guesses (KV caches only)."""
+
+    def __init__(self, generator) -> None:
+        check_kv_only(generator.spec)
+        self.generator = generator
+        self.fed: list[int] = []  # the ids whose KV the draft holds, in order
+        self.feeds = 0  # the draft's `feed` calls: one a guess (the first catches up)
+
+    def __call__(self, context: list[int], count: int) -> list[int]:
+        generator = self.generator
+        kept = 0  # what the draft fed that the context still holds; the last id is fed again
+        while kept < min(len(self.fed), len(context) - 1) and self.fed[kept] == context[kept]:
+            kept += 1
+        count = min(count, generator.spec.capacity - len(context) + 1)  # the last is not fed
+        if count <= 0:
+            return []  # the draft's context is full: the target decodes on its own
+        generator.rewind(kept)
+        self.fed[kept:] = context[kept:]
+        logits = generator.feed(context[kept:])
+        self.feeds += 1
+        guesses = [int(np.argmax(logits))]
+        while len(guesses) < count:
+            logits = generator.feed(guesses[-1:])
+            self.fed.append(guesses[-1])
+            self.feeds += 1
+            guesses.append(int(np.argmax(logits)))
+        return guesses
 
 
 def generate_by_lookup(

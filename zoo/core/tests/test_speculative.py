@@ -72,13 +72,57 @@ def test_zoo_generate_speculate_lookup_prints_plain_greedy_tokens(asset):
     assert "prompt lookup:" in looked.stderr and "verify calls kept" in looked.stderr
 
 
-def test_zoo_generate_speculate_refuses_an_asset_without_verify(asset, tmp_path):
+@pytest.fixture(scope="module")
+def drafts(asset):
+    """Draft assets without a verify function: the same tiny Llama, and another one (the
+    llama3 variant: its own head and RoPE; the same tokenizer)."""
     from zoo.core.run import export
 
-    checkpoint = asset.parent / "llama"
-    bare = export(checkpoint, tmp_path / "bare.aimodel", capacity=64, chunk=4)
-    refused = zoo_generate(bare, "--speculate", "lookup")
+    root = asset.parent
+    other = make_tiny_checkpoint("llama", root / "other", variant="llama3", seed=1)
+    return {
+        "same": export(root / "llama", root / "same.aimodel", capacity=64, chunk=4),
+        "other": export(other, root / "other.aimodel", capacity=64, chunk=4),
+    }
+
+
+def test_zoo_generate_speculate_refuses_an_asset_without_verify(drafts):
+    refused = zoo_generate(drafts["same"], "--speculate", "lookup")
     assert refused.returncode != 0 and "--verify 8" in refused.stderr, refused.stderr
+
+
+@pytest.mark.parametrize("draft", ["same", "other"])
+def test_a_draft_asset_decodes_exactly_what_plain_greedy_decodes(asset, drafts, draft):
+    from zoo.testing_speculative import plain_and_drafted
+
+    prompt = [2, 40, 90, 11, 7]  # nothing to look up: every guess is the draft's
+    outcome = run_isolated(plain_and_drafted, str(asset), str(drafts[draft]), prompt, 24)
+    assert outcome.ok, outcome.summary()
+    got = outcome.result
+    assert got["drafted"] == got["plain"] and len(got["plain"]) == 24
+    assert got["verify calls"] > 0 and got["draft calls"] >= got["guesses"] > 0
+    if draft == "same":  # the model guessing for itself: every guess is its own choice
+        assert got["accepted"] == got["guesses"], got
+    else:
+        assert got["accepted"] < got["guesses"], got
+
+
+def test_zoo_generate_speculate_with_a_draft_and_a_foreign_one(asset, drafts, tmp_path):
+    import json
+    import shutil
+
+    plain = zoo_generate(asset)
+    drafted = zoo_generate(asset, "--speculate", f"draft:{drafts['other']}")
+    assert drafted.returncode == 0, drafted.stderr
+    assert drafted.stdout.split() == plain.stdout.split()
+    assert "draft other.aimodel:" in drafted.stderr and "draft calls" in drafted.stderr
+    foreign = shutil.copytree(drafts["other"], tmp_path / "foreign.aimodel")
+    tokenizer = json.loads((foreign / "tokenizer.json").read_text())
+    tokenizer["model"]["vocab"] = {f"x{i}": i for i in range(len(tokenizer["model"]["vocab"]))}
+    (foreign / "tokenizer.json").write_text(json.dumps(tokenizer))
+    refused = zoo_generate(asset, "--speculate", f"draft:{foreign}")
+    assert refused.returncode == 2 and "must share one tokenizer" in refused.stderr
+    assert refused.stdout == ""
 
 
 def sampled_tokens(asset: str, prompt: list[int], seeds: int, speculate: bool) -> list[list]:
