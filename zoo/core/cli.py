@@ -245,6 +245,13 @@ def add_export_options(parser: argparse.ArgumentParser, entry: str | None) -> No
         "decoding: zoo generate --speculate lookup; docs/performance.md)",
     )
     parser.add_argument(
+        "--first-layers",
+        type=whole_number(1),
+        metavar="N",
+        help="export only the first N decoder layers, then the final norm and head: an "
+        "early exit that drafts for the whole model (zoo generate --speculate draft:ASSET)",
+    )
+    parser.add_argument(
         "--kv-cache",
         default="fp32",
         choices=("fp32", "int8"),

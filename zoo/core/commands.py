@@ -55,6 +55,7 @@ def export_command(args, entry: str | None, checkpoint: Path | None = None) -> i
         calibration=args.calibration,
         score_chunk=args.verify,
         kv_cache=args.kv_cache,
+        first_layers=args.first_layers,
     )
     if args.dry_run:
         print(plan.describe())
@@ -82,8 +83,11 @@ def export_engine_command(args, entry: str | None, checkpoint: Path) -> int:
     check_bundle_destination(args.output, args.overwrite, checkpoint)
     if args.keys_layout == "bhdt":
         raise ValueError("--target apple-engine stores keys [B, H, T, D]: drop --keys-layout")
-    if args.kv_cache != "fp32":
-        raise ValueError("--target apple-engine keeps Apple's fp32 caches: drop --kv-cache")
+    if args.kv_cache != "fp32" or args.first_layers:
+        raise ValueError(
+            "--target apple-engine exports the whole model with fp32 caches: drop --kv-cache "
+            "and --first-layers"
+        )
     if args.spans or args.layers_per_function is not None or args.dry_run or args.stream == "on":
         raise ValueError(
             "--target apple-engine has its own functions: drop --spans, "

@@ -50,6 +50,7 @@ class ExportPlan:
     keys: str  # key cache layout
     layers: int  # decoder layers
     kv_cache: str = "fp32"  # fp32, or int8 codes and scales (zoo.core.cache)
+    first_layers: int | None = None  # only the first N layers, then norm and head: a draft
     ranges: tuple[tuple[int, int], ...] | None = None  # layer ranges, one function each
     spans: tuple[int, ...] | None = None  # prefill attention spans below the capacity
     sidecar: bool | None = None  # lookup tables as int8 files (entries that have them)
@@ -89,6 +90,11 @@ class ExportPlan:
             ("KV cache", KV_CACHE_TITLES[self.kv_cache]),
             *([("calibration", str(self.calibration))] if self.calibration else []),
             ("functions", f"prefill + decode, layer ranges: {ranges}"),
+            *(
+                [("layers", f"the first {self.layers}, then the final norm and head (a draft)")]
+                if self.first_layers
+                else []
+            ),
             (
                 "export",
                 f"range by range, one part each (at most {self.held_parameters:,} weights "
@@ -143,6 +149,7 @@ def plan_export(
     stream: str = "auto",
     calibration: str | os.PathLike | None = None,
     kv_cache: str = "fp32",
+    first_layers: int | None = None,
 ) -> ExportPlan:
     """Resolve and check an export of the checkpoint directory `checkpoint` to `output`;
     reads config.json and the safetensors headers only (milliseconds, no weights).
@@ -151,7 +158,8 @@ def plan_export(
     largest range), "off" in one piece, "auto" range by range when the whole model would
     not fit in half this machine's memory. `calibration`: a UTF-8 text file, for a
     calibrated preset (`gptq:int4-block64`) to choose its codes on. `kv_cache`: "fp32" or
-    "int8" (`zoo.core.cache`)."""
+    "int8" (`zoo.core.cache`). `first_layers`: export the first N decoder layers only, then
+    the final norm and head (an early exit: a draft for `zoo generate --speculate draft:`)."""
     from zoo.core.entry import entry_for_checkpoint, get_entry
     from zoo.core.weights import values_per_layer, weight_count
 
@@ -162,11 +170,26 @@ def plan_export(
         from zoo.core.text import load_tokenizer
 
         load_tokenizer(checkpoint / "tokenizer.json")
+    layers = config.num_hidden_layers
+    per_layer = values_per_layer(checkpoint, found.checkpoint_name)
+    if first_layers is not None:
+        why_not = streamable(found)
+        if why_not or not 1 <= first_layers < layers:
+            raise ValueError(
+                f"--first-layers: {why_not}"
+                if why_not
+                else f"--first-layers takes 1 to {layers - 1} (of {layers}), got {first_layers}"
+            )
+        from zoo.core.ranges import check_splittable
+
+        check_splittable(found.model)
+        layers = first_layers
+        per_layer = {n: v for n, v in per_layer.items() if n is None or n < layers}
     plan = _resolve(
         found,
         checkpoint,
         Path(output),
-        config.num_hidden_layers,
+        layers,
         strategy=strategy,
         capacity=capacity,
         chunk=chunk,
@@ -182,7 +205,8 @@ def plan_export(
         overwrite=overwrite,
         kv_cache=kv_cache,
     )
-    parameters = weight_count(checkpoint)
+    plan = replace(plan, first_layers=first_layers)
+    parameters = sum(per_layer.values()) if first_layers else weight_count(checkpoint)
     per_weight = BYTES_PER_WEIGHT.get(plan.compress.removeprefix("gptq:"), OTHER_BYTES_PER_WEIGHT)
     plan = replace(
         plan,
@@ -195,7 +219,7 @@ def plan_export(
             f"--calibration is read with the checkpoint's tokenizer: {checkpoint} has no "
             "tokenizer.json"
         )
-    plan = _streamed(plan, found, values_per_layer(checkpoint, found.checkpoint_name), stream)
+    plan = _streamed(plan, found, per_layer, stream)
     from zoo.core.export import check_room
 
     check_room(plan.output, plan.estimated_bytes + (16 << 20))  # before minutes of loading
@@ -248,6 +272,8 @@ def _streamed(plan: ExportPlan, entry, per_layer: dict, stream: str) -> ExportPl
     why_not = streamable(entry)
     if plan.calibration is not None:  # GPTQ measures the whole model on the text
         why_not = "a calibrated preset runs the whole float32 model on its text: --stream off"
+    if plan.first_layers:
+        why_not = "--first-layers exports a part of the model in one piece: --stream off"
     if stream == "on" and why_not:
         raise ValueError(f"--stream on: {why_not}")
     if stream == "off" or why_not:

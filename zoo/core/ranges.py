@@ -67,3 +67,18 @@ def check_splittable(model: nn.Module | type) -> None:
             f"{model.name}: layer ranges are not exported for this entry yet (it has no "
             f"{', '.join(missing)}): export it without --layers-per-function"
         )
+
+
+def keep_first_layers(model: nn.Module, count: int) -> None:
+    """Cut a decoder to its first `count` layers, in place: the final norm and head follow
+    layer `count - 1` (an early exit). Exported, it is a draft that guesses for the whole
+    model from its own weights (`zoo generate --speculate draft:ASSET`)."""
+    check_splittable(model)
+    if hasattr(model, "read_only_states"):
+        raise ValueError(f"{model.name}: its layers share caches across the model: no early exit")
+    if not 1 <= count < len(model.layers):
+        raise ValueError(f"--first-layers takes 1 to {len(model.layers) - 1}, got {count}")
+    model.layers = model.layers[:count]
+    model.config.num_hidden_layers = count
+    if getattr(model.config, "layer_types", None):  # per-layer attention kinds (Gemma 3)
+        model.config.layer_types = model.config.layer_types[:count]

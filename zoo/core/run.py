@@ -10,7 +10,9 @@ from pathlib import Path
 from zoo.core.decode import write_asset
 from zoo.core.gptq import calibration_windows
 from zoo.core.plan import ExportPlan, plan_export
+from zoo.core.ranges import keep_first_layers
 from zoo.core.stream import write_streamed
+from zoo.core.weights import layer_of
 
 
 def export(checkpoint: str | os.PathLike, output: str | os.PathLike, **options) -> Path:
@@ -28,6 +30,8 @@ def run_plan(plan: ExportPlan, progress: Callable[[str], None] | None = None) ->
         return write_streamed(plan, progress)
     entry = get_entry(plan.entry)
     options = {entry.sidecar_option: plan.sidecar} if entry.sidecar_option else {}
+    if plan.first_layers:  # the other layers' tensors stay unread
+        options["only"] = lambda name: (layer_of(name) or 0) < plan.first_layers
     model = entry.load(
         plan.checkpoint,
         plan.strategy,
@@ -38,6 +42,8 @@ def run_plan(plan: ExportPlan, progress: Callable[[str], None] | None = None) ->
         calibration=plan.calibration and calibration_windows(plan.checkpoint, plan.calibration),
         **options,
     )
+    if plan.first_layers:
+        keep_first_layers(model, plan.first_layers)
     if progress and plan.ranges:
         progress(f"{plan.layers} layers as {len(plan.ranges)} ranges: {list(plan.ranges)}")
     if progress:

@@ -74,8 +74,9 @@ def test_zoo_generate_speculate_lookup_prints_plain_greedy_tokens(asset):
 
 @pytest.fixture(scope="module")
 def drafts(asset):
-    """Draft assets without a verify function: the same tiny Llama, and another one (the
-    llama3 variant: its own head and RoPE; the same tokenizer)."""
+    """Draft assets without a verify function: the same tiny Llama, another one (the
+    llama3 variant: its own head and RoPE; the same tokenizer), and the first 2 of the
+    tiny Llama's 4 layers with its final norm and head (an early exit)."""
     from zoo.core.run import export
 
     root = asset.parent
@@ -83,6 +84,9 @@ def drafts(asset):
     return {
         "same": export(root / "llama", root / "same.aimodel", capacity=64, chunk=4),
         "other": export(other, root / "other.aimodel", capacity=64, chunk=4),
+        "first-layers": export(
+            root / "llama", root / "early.aimodel", capacity=64, chunk=4, first_layers=2
+        ),
     }
 
 
@@ -91,7 +95,7 @@ def test_zoo_generate_speculate_refuses_an_asset_without_verify(drafts):
     assert refused.returncode != 0 and "--verify 8" in refused.stderr, refused.stderr
 
 
-@pytest.mark.parametrize("draft", ["same", "other"])
+@pytest.mark.parametrize("draft", ["same", "other", "first-layers"])
 def test_a_draft_asset_decodes_exactly_what_plain_greedy_decodes(asset, drafts, draft):
     from zoo.testing_speculative import plain_and_drafted
 
@@ -176,3 +180,18 @@ def test_speculative_sampling_draws_what_plain_sampling_draws(asset):
     for position in range(3):
         assert distance(lambda run, i=position: run[i]) < 0.08, position
     assert distance(lambda run: tuple(run[:2])) < 0.1
+
+
+def test_first_layers_exports_an_early_exit_and_refuses_what_it_cannot_cut(asset, drafts, tmp_path):
+    from zoo.core.plan import plan_export
+    from zoo.core.spec import DecodeSpec
+
+    spec = DecodeSpec.of_asset(drafts["first-layers"])
+    assert sorted(spec.state_shapes) == ["k_cache_0", "k_cache_1", "v_cache_0", "v_cache_1"]
+    plan = plan_export(asset.parent / "llama", tmp_path / "a.aimodel", first_layers=2)
+    assert plan.layers == 2 and "the first 2, then the final norm and head" in plan.describe()
+    with pytest.raises(ValueError, match="takes 1 to 3 \\(of 4\\), got 4"):
+        plan_export(asset.parent / "llama", tmp_path / "b.aimodel", first_layers=4)
+    gemma4 = make_tiny_checkpoint("gemma4", tmp_path / "gemma4", variant="kv-sharing")
+    with pytest.raises(ValueError, match="--first-layers: .* share states"):
+        plan_export(gemma4, tmp_path / "c.aimodel", first_layers=1)
