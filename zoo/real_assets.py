@@ -48,13 +48,15 @@ def exported(
     progress: Callable = say,
     score_chunk: int | None = 64,
     layers_per_function: int | None = None,
+    first_layers: int | None = None,
 ) -> Path:
     """Real model `name` fetched and exported with the `compress` preset (default strategy,
     layout and prefill chunk), once per zoo version: the asset is kept under the cache's
     `assets/` keyed by `code_key()`, and an older key's asset of the same options goes.
     The tests and the pages share it; an export takes 1 to 3 minutes. It has the `score`
     function (`score_chunk` rows, every row's logits: `zoo.quality`) unless
-    `score_chunk=None`; `layers_per_function` exports layer ranges (`zoo.core.ranges`)."""
+    `score_chunk=None`; `layers_per_function` exports layer ranges (`zoo.core.ranges`);
+    `first_layers` only the first N layers and the head (an early-exit draft)."""
     from zoo.core.decode import export_model
     from zoo.core.entry import get_entry
     from zoo.core.layout import default_chunk
@@ -64,6 +66,7 @@ def exported(
     assets = (Path(root) if root is not None else cache_root()) / "assets"
     stem = f"{name}-{compress}-{capacity}" + (f"-score{score_chunk}" if score_chunk else "")
     stem += f"-ranges{layers_per_function}" if layers_per_function else ""
+    stem += f"-first{first_layers}" if first_layers else ""
     path = assets / f"{stem}-{code_key()}.aimodel"
     assets.mkdir(parents=True, exist_ok=True)
     with _locked(assets / f".{stem}.lock"):
@@ -71,6 +74,10 @@ def exported(
             started = time.perf_counter()
             progress(f"exporting {model.title} ({compress}, capacity {capacity}) once ...")
             loaded = get_entry(model.entry).load(checkpoint, compress=compress, capacity=capacity)
+            if first_layers:
+                from zoo.core.ranges import keep_first_layers
+
+                keep_first_layers(loaded, first_layers)
             chunk = min(default_chunk(), capacity)
             export_model(
                 loaded,

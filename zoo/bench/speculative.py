@@ -1,15 +1,17 @@
-"""`python -m zoo.bench.speculative [--model smollm2-135m-instruct] [--record DIR]`:
-prompt-lookup speculative decoding against plain greedy decoding, on the runtime.
+"""`python -m zoo.bench.speculative [--models smollm2-135m-instruct,gemma3-270m] [--record DIR]`:
+speculative decoding against plain greedy decoding, on the runtime.
 
-The real model's fp32 asset, exported with a `score` function of k tokens for each k of
+Each real model's fp32 asset, exported with a `score` function of k tokens for each k of
 `--widths` (the verify call: k - 1 guesses checked at once, `zoo.core.speculative`), is
 asked prompts of three kinds through its chat template: rewriting a given text
-(copy-heavy), code, open chat. For each: tokens per second of plain greedy decoding and of
-prompt lookup (same asset, same process, one after the other), verify calls, guesses, the
-share accepted and the mean run of accepted guesses per verify call. The two token lists
-are asserted identical. Beside them, what one verify call of k costs against one decode
-call (`call_costs`): the accepted guesses a call must yield to pay for itself. A number of
-this machine (Linux CPU runtime), not a test.
+(copy-heavy), code, open chat. Guesses come from prompt lookup, or from a draft asset: the
+model's own first `--draft-layers` layers with its final norm and head (an early exit,
+`zoo export --first-layers`). For each: tokens per second of plain greedy decoding and of
+speculation (same asset, same process, one after the other), verify calls, guesses, the
+share accepted and the mean run of accepted guesses per verify call. The token lists are
+asserted identical. Beside them, what one verify call of k costs against one decode call
+(`call_costs`): the accepted guesses a call must yield to pay for itself. A number of this
+machine (Linux CPU runtime), not a test.
 """
 
 from __future__ import annotations
@@ -68,45 +70,108 @@ def call_costs(asset: str, prompt: list[int]) -> dict:
     }
 
 
+def compare_on_runtime(
+    asset: str, prompt: list[int], new_tokens: int, draft: str | None = None
+) -> dict:
+    """Plain greedy decoding, then speculative decoding on the same asset (run it in a
+    process of its own): prompt lookup, or the guesses of the `draft` asset. Both token
+    lists, the speculation's calls, and each one's seconds."""
+    import contextlib
+    import time
+
+    from zoo.core.generator import Generator
+    from zoo.core.speculative import DraftAsset, generate_by_lookup
+
+    with Generator(asset) as generator, contextlib.ExitStack() as stack:
+        guesses = None
+        if draft is not None:
+            guesses = DraftAsset(stack.enter_context(Generator(draft)))
+        for loaded in [generator, *([guesses.generator] if guesses else [])]:
+            for kind in loaded.functions:  # loaded before either clock starts
+                loaded.functions[kind]
+        started = time.perf_counter()
+        plain = generator.generate(prompt, new_tokens)
+        plain_s = time.perf_counter() - started
+        started = time.perf_counter()
+        speculated, stats = generate_by_lookup(generator, prompt, new_tokens, draft=guesses)
+        speculated_s = time.perf_counter() - started
+    drafted = {"draft calls": guesses.feeds} if guesses is not None else {}
+    return {
+        "plain": plain,
+        "speculative": speculated,
+        "plain s": plain_s,
+        "speculative s": speculated_s,
+        **stats,
+        **drafted,
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--model", default="smollm2-135m-instruct")
+    parser.add_argument("--models", default="smollm2-135m-instruct,gemma3-270m")
     parser.add_argument("--widths", default="4,8", help="verify calls of k tokens")
+    parser.add_argument(
+        "--draft-layers", default="smollm2-135m-instruct:8,gemma3-270m:6", metavar="MODEL:N,..."
+    )
     parser.add_argument("--record", default=None, help="write bench-speculative.json here")
     args = parser.parse_args(argv)
-    from zoo.core.speculative import compare_on_runtime
+    draft_layers = {
+        model: int(n) for model, n in (pair.split(":") for pair in args.draft_layers.split(","))
+    }
+    rows, calls = [], []
+    for model in args.models.split(","):
+        for width in [int(w) for w in args.widths.split(",")]:
+            model_rows, cost = bench_model(model, width, draft_layers.get(model))
+            rows += model_rows
+            calls.append(cost)
+    results = {"preset": "fp32", "new tokens": NEW_TOKENS, "rows": rows, "calls": calls}
+    if args.record:
+        from zoo.site.records import write_record
+
+        print(f"wrote {write_record(args.record, 'bench-speculative', results)}")
+    return 0
+
+
+def bench_model(model: str, width: int, draft_layers: int | None) -> tuple[list[dict], dict]:
+    """Real model `model`'s rows at verify width `width`: each prompt with prompt lookup,
+    and with its first `draft_layers` layers drafting; and the cost of its calls."""
     from zoo.core.text import encode_prompt, load_tokenizer
     from zoo.fetch import fetch
     from zoo.real_assets import exported
 
-    checkpoint = fetch(args.model)
+    checkpoint = fetch(model)
     tokenizer = load_tokenizer(checkpoint / "tokenizer.json")
-    rows, calls = [], []
-    for width in [int(w) for w in args.widths.split(",")]:
-        asset = exported(args.model, "fp32", capacity=512, score_chunk=width)
-        prompt = encode_prompt(tokenizer, checkpoint, PROMPTS["chat"], chat=True)
-        cost = run_isolated(call_costs, str(asset), prompt)
-        calls.append(cost.result if cost.ok else {"k": width, "outcome": cost.summary()})
-        print(json.dumps(calls[-1]), file=sys.stderr, flush=True)
+    asset = exported(model, "fp32", capacity=512, score_chunk=width)
+    prompt = encode_prompt(tokenizer, checkpoint, PROMPTS["chat"], chat=True)
+    cost = run_isolated(call_costs, str(asset), prompt)
+    cost = {"model": model, **(cost.result if cost.ok else {"k": width, "outcome": cost.summary()})}
+    print(json.dumps(cost), file=sys.stderr, flush=True)
+    drafts = {"prompt lookup": None}
+    if draft_layers:
+        early = exported(model, "fp32", capacity=512, score_chunk=None, first_layers=draft_layers)
+        drafts[f"first {draft_layers} layers"] = str(early)
+    rows = []
+    for source, draft in drafts.items():
         for kind, text in PROMPTS.items():
             prompt = encode_prompt(tokenizer, checkpoint, text, chat=True)
-            outcome = run_isolated(compare_on_runtime, str(asset), prompt, NEW_TOKENS)
+            outcome = run_isolated(compare_on_runtime, str(asset), prompt, NEW_TOKENS, draft)
+            row = {"model": model, "k": width, "guesses from": source, "prompt": kind}
             if not outcome.ok:
-                rows.append({"k": width, "prompt": kind, "outcome": outcome.summary()})
+                rows.append({**row, "outcome": outcome.summary()})
                 continue
             got = outcome.result
-            assert got["lookup"] == got["plain"], (kind, width)  # lossless, token for token
+            assert got["speculative"] == got["plain"], row  # lossless, token for token
             tokens = len(got["plain"])
             rows.append(
                 {
-                    "k": width,
-                    "prompt": kind,
+                    **row,
                     "new tokens": tokens,
                     "plain tok/s": round(tokens / got["plain s"], 2),
-                    "lookup tok/s": round(tokens / got["lookup s"], 2),
-                    "speed-up": round(got["plain s"] / got["lookup s"], 2),
+                    "speculative tok/s": round(tokens / got["speculative s"], 2),
+                    "speed-up": round(got["plain s"] / got["speculative s"], 2),
                     "verify calls": got["verify calls"],
                     "decode calls": got["decode calls"],
+                    **({"draft calls": got["draft calls"]} if "draft calls" in got else {}),
                     "guesses accepted": f"{got['accepted']} of {got['guesses']}",
                     "mean accepted per verify": round(
                         got["accepted"] / max(1, got["verify calls"]), 2
@@ -115,12 +180,7 @@ def main(argv: list[str] | None = None) -> int:
                 }
             )
             print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
-    results = {"model": args.model, "preset": "fp32", "rows": rows, "calls": calls}
-    if args.record:
-        from zoo.site.records import write_record
-
-        print(f"wrote {write_record(args.record, 'bench-speculative', results)}")
-    return 0
+    return rows, cost
 
 
 if __name__ == "__main__":

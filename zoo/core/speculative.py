@@ -214,20 +214,3 @@ def generate_by_lookup(
             if not keep(int(kept)):
                 return new, stats
         token = new[-1]
-
-
-def compare_on_runtime(asset: str, prompt: list[int], new_tokens: int) -> dict:
-    """Plain greedy decoding and prompt lookup on the same asset (run it in a process of
-    its own): both token lists, the lookup's calls, and each one's seconds."""
-    import time
-
-    from zoo.core.generator import Generator
-
-    with Generator(asset) as generator:
-        started = time.perf_counter()
-        plain = generator.generate(prompt, new_tokens)
-        plain_s = time.perf_counter() - started
-        started = time.perf_counter()
-        looked, stats = generate_by_lookup(generator, prompt, new_tokens)
-        lookup_s = time.perf_counter() - started
-    return {"plain": plain, "lookup": looked, "plain s": plain_s, "lookup s": lookup_s, **stats}

@@ -33,12 +33,12 @@ def asset(tmp_path_factory):
     "prompt,guessed", [([3, 17, 5, 3, 17, 5, 3, 17], True), ([2, 40, 90, 11], False)]
 )
 def test_lookup_decodes_exactly_what_plain_greedy_decodes(asset, prompt, guessed):
-    from zoo.core.speculative import compare_on_runtime
+    from zoo.bench.speculative import compare_on_runtime
 
     outcome = run_isolated(compare_on_runtime, str(asset), prompt, 24, timeout=300)
     assert outcome.ok, outcome.summary()
     got = outcome.result
-    assert got["lookup"] == got["plain"] and len(got["plain"]) == 24
+    assert got["speculative"] == got["plain"] and len(got["plain"]) == 24
     assert (got["verify calls"] > 0) == guessed  # a repeated prompt: guesses checked
 
 
