@@ -44,7 +44,7 @@ assert row["runtime vs compressed eager (max abs)"] < 1e-4
 # --8<-- [end:quality]
 
 # --8<-- [start:sidecar]
-from zoo.core.decode import torch_logits
+from zoo.core.eager import torch_logits
 from zoo.gemma4 import export_gemma4, load_gemma4
 
 gemma = make_tiny_checkpoint("gemma4", workdir / "tiny-gemma4", "kv-sharing")

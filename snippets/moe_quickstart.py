@@ -111,7 +111,7 @@ export_and_compare("gemma4", gemma4)
 
 # --8<-- [start:router]
 from zoo.core.compress import get_preset
-from zoo.core.decode import torch_logits
+from zoo.core.eager import torch_logits
 
 
 def routes(model, ids: list[int]) -> list[set]:

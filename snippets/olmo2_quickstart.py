@@ -17,7 +17,7 @@ checkpoint = make_tiny_checkpoint("olmo2", "tiny-olmo2")
 # --8<-- [start:parity]
 import torch
 
-from zoo.core.decode import torch_logits
+from zoo.core.eager import torch_logits
 from zoo.olmo2 import load_olmo2
 from zoo.reference import reference_model
 

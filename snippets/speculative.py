@@ -33,3 +33,25 @@ print("lookup:", looked)
 print(calls)
 assert looked == plain
 # --8<-- [end:decode]
+
+# --8<-- [start:draft]
+from zoo.core.speculative import DraftAsset
+
+# a draft: the model's own first 2 layers, then its final norm and head
+early = zoo.export(
+    checkpoint,
+    "tiny-llama-first2.aimodel",
+    capacity=64,
+    chunk=4,
+    first_layers=2,
+    overwrite=True,
+)
+prompt = [2, 40, 90, 11, 7]  # nothing in it to look up
+with zoo.Generator(asset) as generator, zoo.Generator(early) as drafter:
+    plain = generator.generate(prompt, 24)
+    draft = DraftAsset(drafter)
+    drafted, calls = generate_by_lookup(generator, prompt, 24, draft=draft)
+print("drafted:", drafted)
+print(calls, "draft calls:", draft.feeds)
+assert drafted == plain
+# --8<-- [end:draft]

@@ -143,9 +143,9 @@ def evaluate(
     torch eager, against fp32 on the same windows. With `check_runtime` (a directory),
     each scored model is exported there and its runtime logits checked against eager's
     (`runtime_equals_eager`)."""
-    from zoo.core.cache import kv_bytes_per_token, set_kv_cache
+    from zoo.core.cache import set_kv_cache
     from zoo.core.compress import get_preset
-    from zoo.core.decode import torch_logits
+    from zoo.core.eager import decode_spec, torch_logits
     from zoo.core.entry import get_entry
     from zoo.core.stores import stored_bits
     from zoo.fetch import fetch, get_real_model
@@ -169,7 +169,7 @@ def evaluate(
             BITS: round(bits / weights, 3),
             "weights": weights,
             "KV cache": kv_cache,
-            "KV cache bytes a token": kv_bytes_per_token(models[preset]),
+            "KV cache bytes a token": decode_spec(models[preset]).kv_bytes_per_token(),
             "load and compress s": round(time.perf_counter() - started, 1),
             **getattr(models[preset], "calibration", {}),
         }
@@ -245,7 +245,8 @@ def runtime_equals_eager(name: str, preset: str, model, directory: str | Path, t
     """Export `model` (real model `name` loaded with `preset`, as scored) with a score
     function and check, on the first window's first `tokens` ids of the first text, that
     the runtime's logits are eager's."""
-    from zoo.core.decode import export_model, torch_logits
+    from zoo.core.decode import export_model
+    from zoo.core.eager import torch_logits
     from zoo.fetch import fetch
     from zoo.lab.isolate import run_isolated
     from zoo.quality import runtime_logits

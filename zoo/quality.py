@@ -76,7 +76,7 @@ def eager_logits(name: str, preset, ids: list[int]) -> np.ndarray:
     import torch
 
     from zoo.core.compress import get_preset
-    from zoo.core.decode import torch_logits
+    from zoo.core.eager import torch_logits
     from zoo.core.entry import get_entry
     from zoo.fetch import fetch, get_real_model
 
@@ -228,7 +228,7 @@ def sweep(name: str, budget: float = BUDGET, progress=say) -> dict:
     import copy
 
     from zoo.core.compress import get_preset
-    from zoo.core.decode import torch_logits
+    from zoo.core.eager import torch_logits
     from zoo.core.entry import get_entry
     from zoo.core.weights import replace_module
     from zoo.fetch import fetch, get_real_model

@@ -147,7 +147,8 @@ def parity_row(
     exported to `asset`) against transformers' `generate`."""
     import torch
 
-    from zoo.core.decode import export_model, torch_logits
+    from zoo.core.decode import export_model
+    from zoo.core.eager import torch_logits
     from zoo.core.entry import get_entry
     from zoo.core.generator import Generator
 

@@ -282,7 +282,7 @@ def check_logits_match_transformers(model: str, checkpoint, prompt: list[int]) -
     """The re-authored torch model's logits of `prompt` are transformers' within 1e-4."""
     import torch
 
-    from zoo.core.decode import torch_logits
+    from zoo.core.eager import torch_logits
     from zoo.core.entry import get_entry
 
     entry = get_entry(model)
@@ -299,7 +299,8 @@ def check_window_shorter_than_the_cache(
     and, with both KV strategies, runtime greedy tokens and logits like transformers."""
     import torch
 
-    from zoo.core.decode import export_model, torch_logits
+    from zoo.core.decode import export_model
+    from zoo.core.eager import torch_logits
     from zoo.core.entry import get_entry
     from zoo.core.generator import runtime_greedy
     from zoo.lab.isolate import run_isolated

@@ -14,8 +14,8 @@ def check_int8_kv_cache(
     chunks and single steps; close to the fp32 cache's logits, not equal to them."""
     import numpy as np
 
-    from zoo.core.cache import kv_bytes_per_token, kv_caches, set_kv_cache
-    from zoo.core.eager import torch_logits
+    from zoo.core.cache import kv_caches, set_kv_cache
+    from zoo.core.eager import decode_spec, torch_logits
     from zoo.core.entry import get_entry
     from zoo.core.generator import runtime_feed_logits
     from zoo.core.spec import DecodeSpec
@@ -36,10 +36,10 @@ def check_int8_kv_cache(
     assert got.ok and fp32.ok, (got.summary(), fp32.summary())
     loaded = get_entry(model).load(checkpoints[variant], strategy, spec.capacity)
     caches = {cache.layer: cache for cache in kv_caches(loaded)}.values()  # shared: once
-    fp32_bytes = kv_bytes_per_token(loaded)
+    fp32_bytes = decode_spec(loaded).kv_bytes_per_token()
     set_kv_cache(loaded, "int8")
     assert fp32_bytes == sum(2 * c.kv_heads * c.head_dim * 4 for c in caches)
-    assert kv_bytes_per_token(loaded) == sum(2 * c.kv_heads * (c.head_dim + 4) for c in caches)
+    assert spec.kv_bytes_per_token() == sum(2 * c.kv_heads * (c.head_dim + 4) for c in caches)
     ids = [token for piece in pieces for token in piece]
     rows = torch_logits(loaded, ids)[0].numpy()
     ends = np.cumsum([len(piece) for piece in pieces]) - 1

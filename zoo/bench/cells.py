@@ -54,7 +54,8 @@ def _export(shape_name: str, strategy: str, layout: dict, asset: str, chunk: int
     default the shape's): (shape, model, spec, s)."""
     from dataclasses import replace
 
-    from zoo.core.decode import decode_spec, export_decoder
+    from zoo.core.decode import export_decoder
+    from zoo.core.eager import decode_spec
     from zoo.core.layout import apply_layout
 
     shape = ALL_SHAPES[shape_name]

@@ -38,7 +38,7 @@ def reference_cell(model: str, checkpoint: str, out: str) -> dict:
     """fp32 logits of the checkpoint over `POSITIONS` tokens, saved to `out` (.npy)."""
     import torch
 
-    from zoo.core.decode import torch_logits
+    from zoo.core.eager import torch_logits
     from zoo.core.entry import get_entry
 
     options = FULL_SIZE[model][2]
@@ -55,7 +55,8 @@ def export_cell(model: str, checkpoint: str, preset: str, asset: str, reference:
     import torch
 
     from zoo.core.compress import quality
-    from zoo.core.decode import export_model, torch_logits
+    from zoo.core.decode import export_model
+    from zoo.core.eager import torch_logits
     from zoo.core.entry import get_entry
     from zoo.core.generator import Generator
 

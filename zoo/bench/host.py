@@ -60,7 +60,8 @@ def host_cell(
 
     from zoo.bench.cells import _inputs
     from zoo.bench.shapes import ALL_SHAPES, build_decoder
-    from zoo.core.decode import decode_spec, export_decoder
+    from zoo.core.decode import export_decoder
+    from zoo.core.eager import decode_spec
     from zoo.core.generator import Generator
     from zoo.core.layout import apply_layout, default_layout
     from zoo.core.runtime import NDArray

@@ -57,7 +57,8 @@ def ranges_cell(
     from zoo.bench.cells import _eager_first_token, _inputs
     from zoo.bench.measure import cores_busy, median_seconds
     from zoo.bench.shapes import ALL_SHAPES, build_decoder
-    from zoo.core.decode import decode_spec, export_decoder
+    from zoo.core.decode import export_decoder
+    from zoo.core.eager import decode_spec
     from zoo.core.generator import Generator
     from zoo.core.layout import apply_layout, default_layout
     from zoo.core.ranges import split_layers

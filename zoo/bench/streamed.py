@@ -145,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     full["checkpoint written s"] = round(written, 1)
     full |= timed_export(checkpoint, asset, args.compress, args.capacity)
     full |= asset_facts(asset)
-    from zoo.core.plan import machine_memory
+    from zoo.core.memory import machine_memory
 
     full["machine memory GB"] = round(machine_memory() / 1e9, 1)
     say(f"export: {json.dumps(full)}")

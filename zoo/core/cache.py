@@ -15,7 +15,6 @@ cache dequantized, so eager and the asset compute the same thing; a position cos
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Literal
 
@@ -138,18 +137,6 @@ def set_kv_cache(model: nn.Module, stored: str) -> None:
 def kv_cache_of(model: nn.Module) -> str:
     """How `model`'s KV caches are stored ("fp32" for a model without one)."""
     return next((cache.stored for cache in kv_caches(model)), "fp32")
-
-
-def kv_bytes_per_token(model: nn.Module) -> int:
-    """The bytes `model`'s KV caches hold a position: keys and values of every layer with
-    a cache of its own, codes and scales."""
-    sizes = {}
-    for cache in kv_caches(model):
-        dtypes = cache.dtypes()
-        for name, shape in cache.shapes().items():
-            itemsize = 1 if dtypes.get(name) == "int8" else 4
-            sizes[name] = math.prod(shape) // cache.capacity * itemsize
-    return sum(sizes.values())
 
 
 def kv_caches(model: nn.Module) -> list[KVCache]:

@@ -22,11 +22,7 @@ import numpy as np
 import torch
 
 from zoo.core.cache import set_kv_cache
-from zoo.core.eager import (  # noqa: F401 (decode_spec, torch_logits imported from here too)
-    decode_spec,
-    torch_logits,
-    zero_state,
-)
+from zoo.core.eager import decode_spec, zero_state
 from zoo.core.export import EntryPoint, export_entry_points
 from zoo.core.layout import apply_layout
 from zoo.core.spec import DecodeSpec

@@ -161,6 +161,7 @@ def plan_export(
     "int8" (`zoo.core.cache`). `first_layers`: export the first N decoder layers only, then
     the final norm and head (an early exit: a draft for `zoo generate --speculate draft:`)."""
     from zoo.core.entry import entry_for_checkpoint, get_entry
+    from zoo.core.memory import stream_plan, streamable
     from zoo.core.weights import values_per_layer, weight_count
 
     checkpoint = Path(checkpoint)
@@ -219,7 +220,7 @@ def plan_export(
             f"--calibration is read with the checkpoint's tokenizer: {checkpoint} has no "
             "tokenizer.json"
         )
-    plan = _streamed(plan, found, per_layer, stream)
+    plan = stream_plan(plan, found, per_layer, stream)
     from zoo.core.export import check_room
 
     check_room(plan.output, plan.estimated_bytes + (16 << 20))  # before minutes of loading
@@ -243,60 +244,6 @@ def _calibration_file(compress: str, calibration: str | os.PathLike | None) -> P
     if not path.is_file():
         raise ValueError(f"--calibration {path}: no such file (a UTF-8 text file)")
     return path
-
-
-# A streamed export's ranges, when not given: as many layers as hold this many float32 bytes
-STREAM_RANGE_BYTES = 2_000_000_000
-
-
-def machine_memory() -> int:
-    """This machine's physical memory in bytes (Linux and macOS)."""
-    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-
-
-def streamable(entry) -> str | None:
-    """Why `entry` cannot export range by range, or None if it can."""
-    if entry.sidecar_option or hasattr(entry.model, "read_only_states"):
-        return (
-            f"{entry.title}'s layer ranges share states and lookup tables (KV-shared layers, "
-            "per-layer embeddings): it exports in one piece"
-        )
-    return None
-
-
-def _streamed(plan: ExportPlan, entry, per_layer: dict, stream: str) -> ExportPlan:
-    """The plan range by range (`stream` on, or auto and too big for memory), its ranges
-    chosen by size if not given; `per_layer`: values per layer (None: the rest)."""
-    if stream not in ("auto", "on", "off"):
-        raise ValueError(f"--stream is auto, on or off, got {stream!r}")
-    why_not = streamable(entry)
-    if plan.calibration is not None:  # GPTQ measures the whole model on the text
-        why_not = "a calibrated preset runs the whole float32 model on its text: --stream off"
-    if plan.first_layers:
-        why_not = "--first-layers exports a part of the model in one piece: --stream off"
-    if stream == "on" and why_not:
-        raise ValueError(f"--stream on: {why_not}")
-    if stream == "off" or why_not:
-        return plan
-    if stream == "auto" and plan.estimated_peak_bytes < machine_memory() / 2:
-        return plan
-    from zoo.core.ranges import check_splittable
-
-    check_splittable(entry.model)
-    ranges = plan.ranges
-    if ranges is None:
-        largest = max([per_layer.get(n, 0) for n in range(plan.layers)] or [1]) * 4
-        from zoo.core.ranges import split_layers
-
-        per_range = max(1, STREAM_RANGE_BYTES // max(1, largest))
-        ranges = tuple(tuple(r) for r in split_layers(plan.layers, per_range))
-    rest = per_layer.get(None, 0)
-    held = max(
-        sum(per_layer.get(n, 0) for n in range(start, stop))
-        + (rest if start == 0 or stop == plan.layers else 0)
-        for start, stop in ranges
-    )
-    return replace(plan, streamed=True, ranges=ranges, held_parameters=held)
 
 
 def plan_for_model(model, output: str | os.PathLike, **options) -> ExportPlan:

@@ -26,6 +26,8 @@ class ContextFullError(IndexError):
     """The decode would run past the context the asset was exported with."""
 
 
+# the states of a KV cache, by name prefix: rewound by position (zoo.core.speculative)
+KV_STATES = ("k_cache_", "v_cache_", "k_scale_", "v_scale_")
 MAX_CAPACITY = 262_144  # the longest context of the zoo's models (Qwen3.5)
 
 
@@ -106,6 +108,19 @@ class DecodeSpec:
     def kv_cache(self) -> str:
         """How the KV cache is stored: "int8" (codes and scales) or "fp32"."""
         return "int8" if "int8" in self.state_dtypes.values() else "fp32"
+
+    def kv_bytes_per_token(self) -> int:
+        """The bytes the KV cache holds a position: keys and values of every layer with a
+        cache of its own, codes and scales (recurrent states do not grow with the text)."""
+        itemsize = {"int8": 1}
+        return (
+            sum(
+                int(np.prod(shape)) * itemsize.get(self.state_dtypes.get(name, ""), 4)
+                for name, shape in self.state_shapes.items()
+                if name.startswith(KV_STATES)
+            )
+            // self.capacity
+        )
 
     def check_exportable(self) -> None:
         """The functions this spec names can be exported: a prefill chunk of 2 tokens or

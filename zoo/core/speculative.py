@@ -16,7 +16,7 @@ absolute positions, sliding windows included). Recurrent states (Qwen3.5's Gated
 cannot be rewound: refused.
 
 A draft asset (`DraftAsset`: a smaller model with the same tokenizer, or the model's own
-first layers, `zoo.core.stream.truncated`) guesses instead of the lookup: its greedy tokens,
+first layers, `zoo.core.ranges.keep_first_layers`) guesses instead of the lookup: its greedy tokens,
 one decode call of its own each; its context follows the target's by rewinding past the
 guesses the target refused. Its guesses are certain (greedy), so the accept/reject rule
 above holds for sampling as it is.
@@ -31,8 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from zoo.core.generator import distribution, sample
-
-KV_PREFIXES = ("k_cache", "v_cache", "k_scale", "v_scale")  # rewound by position
+from zoo.core.spec import KV_STATES
 
 
 def lookup_draft(
@@ -67,7 +66,7 @@ def check_rewindable(spec) -> int:
 
 def check_kv_only(spec) -> None:
     """Refuse an asset with recurrent states: it cannot be rewound past a refused guess."""
-    kept = [name for name in spec.state_shapes if not name.startswith(KV_PREFIXES)]
+    kept = [name for name in spec.state_shapes if not name.startswith(KV_STATES)]
     if kept:
         raise ValueError(
             f"{spec.model}: states {kept[:2]} are recurrent and cannot be rewound after a "

@@ -39,7 +39,7 @@ def asset_bytes(path: Path) -> int:
 def check_preset(model: str, preset: str, strategy: str, workdir: str) -> dict:
     """Export the tiny `model` with `preset`; measure it against fp32 and on the runtime."""
     from zoo.core.compress import quality
-    from zoo.core.decode import torch_logits
+    from zoo.core.eager import torch_logits
     from zoo.core.generator import Generator
     from zoo.released import runtime_logits
 
@@ -104,7 +104,8 @@ def fp16_cast_on_gated_delta(workdir: str | Path) -> str:
     """Export a tiny Qwen3.5 with coreai-opt's fp16 cast applied anyway (the `fp16` preset
     refuses it) and return how the conversion fails."""
     from zoo.core.compress import PRESETS
-    from zoo.core.decode import decode_spec, export_decoder
+    from zoo.core.decode import export_decoder
+    from zoo.core.eager import decode_spec
     from zoo.core.export import ExportError
     from zoo.qwen3_5 import load_qwen3_5
 

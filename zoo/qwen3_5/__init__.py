@@ -3,8 +3,8 @@
 The zoo entry: `config.py` reads config.json, `model.py` is the decoder; this registration
 is all the rest of the zoo needs to know about it (`zoo.core.entry`)."""
 
-from zoo.core.decode import decode_spec, torch_logits
 from zoo.core.decode import export_model as export_qwen3_5
+from zoo.core.eager import decode_spec, torch_logits
 from zoo.core.entry import ModelEntry, TinyCheckpoint, register
 from zoo.qwen3_5.config import Qwen3_5Config, UnsupportedConfig
 from zoo.qwen3_5.model import Qwen3_5

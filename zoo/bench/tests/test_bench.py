@@ -79,7 +79,7 @@ def test_bench_command_refuses_unknown_shapes():
 
 def test_bench_models_compute_the_same_in_every_layout():
     model = build_decoder(TINY["gemma4-tiny"], "runtime-index")
-    from zoo.core.decode import torch_logits
+    from zoo.core.eager import torch_logits
 
     ids = [3, 7, 11, 5]
     before = torch_logits(model, ids)

@@ -10,7 +10,7 @@ import torch
 import transformers
 
 from zoo.bench.checkpoints import released_config, write_random_checkpoint
-from zoo.core.decode import torch_logits
+from zoo.core.eager import torch_logits
 from zoo.core.entry import get_entry
 from zoo.core.weights import safetensors_files
 from zoo.released import scale_down

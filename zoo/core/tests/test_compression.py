@@ -122,7 +122,7 @@ def test_compressing_while_loading_equals_compressing_after(model, preset, optio
     from torch.nn.utils import parametrize
 
     from zoo.core.compress import get_preset
-    from zoo.core.decode import torch_logits
+    from zoo.core.eager import torch_logits
     from zoo.core.entry import get_entry
 
     entry = get_entry(model)

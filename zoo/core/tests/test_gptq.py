@@ -88,7 +88,7 @@ def calibrated_case(tmp_path_factory):
 
 def test_a_gptq_asset_answers_as_its_eager_model_at_the_size_of_rounding(calibrated_case):
     from zoo.core.asset import read_metadata
-    from zoo.core.decode import torch_logits
+    from zoo.core.eager import torch_logits
     from zoo.core.entry import load
     from zoo.core.generator import runtime_greedy
     from zoo.core.gptq import calibration_windows

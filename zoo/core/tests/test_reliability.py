@@ -170,7 +170,7 @@ def test_a_head_stored_beside_a_tied_config_is_the_head_used(model, tmp_path):
     transformers 5.23 computes with the stored head, and so does the zoo (it was dropped)."""
     import torch
 
-    from zoo.core.decode import torch_logits
+    from zoo.core.eager import torch_logits
     from zoo.core.entry import get_entry
     from zoo.reference import make_tiny_checkpoint, reference_model
 

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import torch
 
-from zoo.core import plan as plan_module
+from zoo.core import memory as memory_module
 from zoo.core.asset import AssetError
 from zoo.core.entry import get_entry
 from zoo.core.generator import Generator
@@ -105,9 +105,9 @@ def test_the_plan_streams_what_memory_cannot_hold_and_picks_ranges_by_size(
     gpt_oss, tmp_path, monkeypatch
 ):
     assert not plan_export(gpt_oss, tmp_path / "a.aimodel").streamed  # fits: one piece
-    monkeypatch.setattr(plan_module, "machine_memory", lambda: 1000)
+    monkeypatch.setattr(memory_module, "machine_memory", lambda: 1000)
     layer = values_per_layer(gpt_oss, get_entry("gpt_oss").checkpoint_name)[0]
-    monkeypatch.setattr(plan_module, "STREAM_RANGE_BYTES", 2 * 4 * layer)  # two layers' fp32
+    monkeypatch.setattr(memory_module, "STREAM_RANGE_BYTES", 2 * 4 * layer)  # two layers' fp32
     plan = plan_export(gpt_oss, tmp_path / "a.aimodel")
     assert plan.streamed and plan.ranges == ((0, 2), (2, 4))
     assert "range by range" in plan.describe()

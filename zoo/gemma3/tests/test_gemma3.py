@@ -15,7 +15,7 @@ import shutil
 import pytest
 import torch
 
-from zoo.core.decode import torch_logits
+from zoo.core.eager import torch_logits
 from zoo.core.files import UnsupportedConfig
 from zoo.gemma3 import Gemma3Config, load_gemma3
 from zoo.reference import reference_model

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from zoo.core.asset import AssetError, read_metadata
-from zoo.core.decode import torch_logits
+from zoo.core.eager import torch_logits
 from zoo.core.generator import Generator
 from zoo.core.sidecar import SidecarTable
 from zoo.gemma4 import export_gemma4, load_gemma4

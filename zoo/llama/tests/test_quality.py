@@ -13,7 +13,8 @@ import pytest
 import torch
 
 from zoo.core.compress import get_preset, mixed
-from zoo.core.decode import export_model, torch_logits
+from zoo.core.decode import export_model
+from zoo.core.eager import torch_logits
 from zoo.core.generator import Generator
 from zoo.lab.isolate import run_isolated
 from zoo.llama import load_llama

@@ -16,7 +16,7 @@ import shutil
 import pytest
 import torch
 
-from zoo.core.decode import torch_logits
+from zoo.core.eager import torch_logits
 from zoo.core.files import UnsupportedConfig
 from zoo.phi3 import ENTRY, load_phi3
 from zoo.testing import (

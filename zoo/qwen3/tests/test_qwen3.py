@@ -14,7 +14,7 @@ import shutil
 import pytest
 import torch
 
-from zoo.core.decode import torch_logits
+from zoo.core.eager import torch_logits
 from zoo.core.files import UnsupportedConfig
 from zoo.qwen3 import ENTRY, load_qwen3
 from zoo.testing import (

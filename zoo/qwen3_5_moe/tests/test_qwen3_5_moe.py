@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from zoo.core.decode import torch_logits
+from zoo.core.eager import torch_logits
 from zoo.core.experts import MixtureOfExperts
 from zoo.qwen3_5_moe import load_qwen3_5_moe
 from zoo.testing import (
