@@ -170,6 +170,27 @@ def test_a_value_not_measured_shows_as_a_dash_and_stays_off_the_plot(tmp_path):
         render_marker("plot", ["quality-x", "rows", "bits", "missing", "preset"], records, "x.md")
 
 
+def test_the_quality_plot_sets_measured_rows_beside_apples_labelled_as_theirs(tmp_path):
+    from zoo.site.reported import APPLE, RATIO, quality_points
+
+    rows = [
+        {"preset": p, "text": "t", "perplexity": v, "bits per weight (with scales)": b}
+        for p, v, b in [("fp32", 40.0, 32.0), ("int4-block64", 50.0, 4.5), ("gptq:x", 44.0, 4.5)]
+    ]
+    rows.append({**rows[1], "preset": "int4-block64+int8-kv"})  # the same bits: left out
+    records = tmp_path / "records"
+    write_record(records, "calibrated-x", {"model": "m", "rows": rows})
+    points = quality_points([json.loads((records / "calibrated-x.json").read_text())])
+    measured = {(p["series"], p[RATIO]) for p in points if "Apple" not in p["series"]}
+    assert measured == {("m, t, rounded", 1.0), ("m, t, rounded", 1.25), ("m, t, GPTQ", 1.0)} | {
+        ("m, t, GPTQ", 1.1)
+    }
+    apple = [p for p in points if p["series"].endswith("(reported by Apple)")]
+    assert len(apple) == 2 * len(APPLE)  # fp16 at 1.0, then the preset
+    plot = render_marker("quality_plot", ["calibrated-x"], records, "guides/x.md")
+    assert "<svg" in plot and ">m, t, GPTQ<" in plot and "Reported by Apple" in plot
+
+
 PAGES = sorted(p.relative_to(ROOT / "docs").as_posix() for p in (ROOT / "docs").rglob("*.md"))
 
 

@@ -24,6 +24,10 @@ Markers a page may hold (an HTML comment, so the raw Markdown still reads well):
                                     model types, released sizes, what is verified here
     <!-- zoo:plot NAME KEY "x column" "y column" series-column -->
                                     an inline SVG line chart (log-log) of those rows
+    <!-- zoo:quality_plot NAME [NAME ...] -->
+                                    perplexity over fp32 against bits per weight of
+                                    evaluation records, beside Apple's reported points
+                                    (`zoo.site.reported`), labelled as theirs
 
 A marker whose record or key is missing fails the build, naming the page.
 """
@@ -85,6 +89,17 @@ def render_marker(kind: str, args: list[str], records_dir: Path, page: str) -> s
         if len(args) != 2:
             raise ValueError("zoo:status takes a status name and the record of its matrix")
         return status_box(args[0], _load(records_dir, args[1]), _devices(records_dir, args[1]))
+    if kind == "quality_plot":  # measured records beside Apple's reported figures
+        from zoo.site.reported import BITS, RATIO, apple_sources, quality_points
+
+        records = [_load(records_dir, name) for name in args]
+        measured = "; ".join(
+            f"[{name}]({_relative_link(page, f'records/{name}.json')}) on "
+            f"{describe(record['provenance'])}"
+            for name, record in zip(args, records, strict=True)
+        )
+        chart = line_chart(quality_points(records), BITS, RATIO, "series", log_y=False)
+        return f"{chart}\n\n<small>Measured: {measured}. {apple_sources()}</small>"
     record = _load(records_dir, args[0])
     link = _relative_link(page, f"records/{args[0]}.json")
     if kind == "verified":
@@ -126,7 +141,8 @@ def render_marker(kind: str, args: list[str], records_dir: Path, page: str) -> s
             raise ValueError('zoo:plot takes NAME KEY "x column" "y column" series-column')
         return line_chart(record["results"][args[1]], *args[2:]) + footer
     raise ValueError(
-        f"unknown marker kind {kind!r} (known: verified, table, outcomes, devices, pivot, plot)"
+        f"unknown marker kind {kind!r} (known: verified, table, outcomes, devices, pivot, plot, "
+        "quality_plot)"
     )
 
 
