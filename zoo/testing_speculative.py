@@ -55,3 +55,22 @@ def plain_and_drafted(asset: str, draft: str, prompt: list[int], new_tokens: int
             generator, prompt, new_tokens, [], draft=guesses, temperature=0.0
         )
     return {"plain": plain, "drafted": drafted, "draft calls": guesses.feeds, **stats}
+
+
+def narrow_and_wide(asset: str, prompt: list[int], new_tokens: int) -> dict:
+    """Plain greedy decoding, then guesses that are its own tokens, one guess and then as
+    many as fit in turn: a verify call of each width the asset has (isolate it)."""
+    from zoo.core.generator import Generator
+    from zoo.core.speculative import generate_by_lookup
+
+    with Generator(asset) as generator:
+        plain = generator.generate(prompt, new_tokens, stop_token_ids=[])
+        calls = []
+
+        def draft(context: list[int], count: int) -> list[int]:
+            calls.append(count)
+            upcoming = plain[len(context) - len(prompt) :]
+            return upcoming[: 1 if len(calls) % 2 else count]
+
+        guessed, stats = generate_by_lookup(generator, prompt, new_tokens, [], draft=draft)
+    return {"plain": plain, "speculative": guessed, **stats}

@@ -83,6 +83,11 @@ def spans(text: str) -> list[int]:
     return [whole_number(1)(piece.strip()) for piece in text.split(",")]
 
 
+def verify_widths(text: str) -> list[int]:
+    """`4,8` -> [4, 8]: verify calls of 4 and of 8 tokens, 2 or more each."""
+    return sorted({whole_number(2)(piece.strip()) for piece in text.split(",")})
+
+
 def non_negative_float(text: str) -> float:
     if not re.fullmatch(r"\s*[0-9.eE+-]+\s*", text):
         raise argparse.ArgumentTypeError(f"{text!r} is not a number")
@@ -239,10 +244,10 @@ def add_export_options(parser: argparse.ArgumentParser, entry: str | None) -> No
     )
     parser.add_argument(
         "--verify",
-        type=whole_number(2),
-        metavar="K",
-        help="add a verify function: K tokens in, the logits after each out (speculative "
-        "decoding: zoo generate --speculate lookup; docs/performance.md)",
+        type=verify_widths,
+        metavar="K[,K...]",
+        help="add verify functions: K tokens in, the logits after each out, one per K "
+        "(speculative decoding: zoo generate --speculate; docs/performance.md)",
     )
     parser.add_argument(
         "--first-layers",

@@ -53,7 +53,8 @@ def export_command(args, entry: str | None, checkpoint: Path | None = None) -> i
         overwrite=args.overwrite,
         stream=args.stream,
         calibration=args.calibration,
-        score_chunk=args.verify,
+        score_chunk=args.verify[-1] if args.verify else None,  # the widest: `score`
+        verify_widths=args.verify[:-1] if args.verify else None,
         kv_cache=args.kv_cache,
         first_layers=args.first_layers,
     )

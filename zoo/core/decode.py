@@ -140,7 +140,7 @@ def export_decoder(
     spans = [*(spec.spans or []), None]
     functions = [("prefill", spec.chunk, s) for s in spans] + [("decode", 1, None)]
     if spec.score_chunk is not None:  # scoring reads long texts: the whole context only
-        functions.append(("score", spec.score_chunk, None))
+        functions += [(spec.verify_kind(width), width, None) for width in spec.widths]
     entries = []
     for kind, length, span in functions:
         names = spec.function_names(kind, span)
@@ -177,6 +177,7 @@ def export_model(
     keys: str = "auto",
     compress: str | Preset = "fp32",
     score_chunk: int | None = None,
+    verify_widths: Sequence[int] | None = None,
     layers_per_function: int | None = None,
     spans: Sequence[int] | None = None,
     experts: str = "auto",
@@ -192,7 +193,8 @@ def export_model(
     `weights` and `keys` choose the stored layout (`zoo.core.layout`; "auto": this
     platform's default); the model is re-stored in place and computes the same logits.
     `compress` names a `zoo.core.compress` preset for the stored weights. `score_chunk`
-    adds a `score` function returning every row's logits (`Generator.score`, `zoo.quality`).
+    adds a `score` function returning every row's logits (`Generator.score`, `zoo.quality`);
+    `verify_widths` narrower ones beside it, for speculative decoding (`Generator.verify`).
     `layers_per_function` exports each function as consecutive layer ranges of at most that
     many layers (`zoo.core.ranges`: prefill with two calls in flight; the Neural Engine's
     chunks). `spans` (ascending, each below the capacity) adds prefill functions that
@@ -214,6 +216,7 @@ def export_model(
         keys=keys,
         compress=compress,
         score_chunk=score_chunk,
+        verify_widths=verify_widths,
         layers_per_function=layers_per_function,
         spans=spans,
         experts=experts,
@@ -251,6 +254,7 @@ def write_asset(
         compression=preset.name,
         compression_detail=preset.detail,
         score_chunk=plan.score_chunk,
+        verify_widths=list(plan.verify_widths) if plan.verify_widths else None,
         spans=list(plan.spans) if plan.spans else None,
         ranges=[list(r) for r in plan.ranges] if plan.ranges else None,
     )

@@ -82,8 +82,11 @@ class Generator:
             self.model,
             {
                 kind: self.spec.function_names(kind)
-                for kind in ("prefill", "decode", "score")
-                if kind != "score" or self.spec.score_chunk
+                for kind in (
+                    "prefill",
+                    "decode",
+                    *(self.spec.verify_kind(width) for width in self.spec.widths),
+                )
             },
         )
         # prefill over the first `span` columns of the caches (DecodeSpec.spans)
@@ -226,14 +229,14 @@ class Generator:
         return np.concatenate(rows).astype(np.float32)
 
     def verify(self, ids: Sequence[int]) -> np.ndarray:
-        """One call of the score function on exactly `score_chunk` ids at the current
-        position: a row of logits after each `[T, vocab]`; the position moves past them
-        (`rewind` takes it back past the ones rejected: `zoo.core.speculative`)."""
+        """One verify call on exactly one of the asset's verify widths of ids
+        (`DecodeSpec.widths`: `score_chunk`, and narrower ones exported beside it) at the
+        current position: a row of logits after each `[T, vocab]`; the position moves past
+        them (`rewind` takes it back past the ones rejected: `zoo.core.speculative`)."""
         ids = self._fitting(ids, self.spec.capacity, "verify nearer the start")
-        if len(ids) != self.spec.score_chunk:
-            raise ValueError(f"verify takes {self.spec.score_chunk} ids, got {len(ids)}")
+        kind = self.spec.verify_kind(len(ids))
         self.ran = []
-        return self._call("score", ids)[0].astype(np.float32)
+        return self._call(kind, ids)[0].astype(np.float32)
 
     def rewind(self, position: int) -> None:
         """Take the position back to `position`: what was written past it stays in cache

@@ -56,6 +56,7 @@ class ExportPlan:
     sidecar: bool | None = None  # lookup tables as int8 files (entries that have them)
     experts: str | None = None  # mixtures of experts: "chosen" or "all" (zoo.core.experts)
     score_chunk: int | None = None  # a `score` function of this many tokens (zoo.quality)
+    verify_widths: tuple[int, ...] | None = None  # narrower verify functions beside it
     calibration: Path | None = None  # a text file a calibrated preset learns from (gptq:)
     overwrite: bool = False
     streamed: bool = False  # range by range, one part each (zoo.core.stream)
@@ -79,6 +80,8 @@ class ExportPlan:
             f"{len(self.ranges)} ranges {[list(r) for r in self.ranges]}" if self.ranges else "one"
         )
         replaced = self.overwrite and self.output.exists()
+        widths = sorted({*(self.verify_widths or ()), self.score_chunk} - {None})
+        verify = f" + verify of {', '.join(map(str, widths))} tokens" if widths else ""
         rows = [
             ("entry", f"zoo.{self.entry}"),
             ("checkpoint", str(self.checkpoint) if self.checkpoint else "(a model in memory)"),
@@ -89,7 +92,7 @@ class ExportPlan:
             ("weights", f"{self.compress}, layout {self.weights}, keys {self.keys}"),
             ("KV cache", KV_CACHE_TITLES[self.kv_cache]),
             *([("calibration", str(self.calibration))] if self.calibration else []),
-            ("functions", f"prefill + decode, layer ranges: {ranges}"),
+            ("functions", f"prefill + decode{verify}, layer ranges: {ranges}"),
             *(
                 [("layers", f"the first {self.layers}, then the final norm and head (a draft)")]
                 if self.first_layers
@@ -145,6 +148,7 @@ def plan_export(
     sidecar: str = "auto",
     experts: str = "auto",
     score_chunk: int | None = None,
+    verify_widths: Sequence[int] | None = None,
     overwrite: bool = False,
     stream: str = "auto",
     calibration: str | os.PathLike | None = None,
@@ -203,6 +207,7 @@ def plan_export(
         experts=experts,
         has_experts=bool(config.experts()),
         score_chunk=score_chunk,
+        verify_widths=verify_widths,
         overwrite=overwrite,
         kv_cache=kv_cache,
     )
@@ -297,6 +302,7 @@ def _resolve(
     experts: str = "auto",
     has_experts: bool = False,
     score_chunk: int | None = None,
+    verify_widths: Sequence[int] | None = None,
     overwrite: bool = False,
     kv_cache: str = "fp32",
 ) -> ExportPlan:
@@ -319,6 +325,12 @@ def _resolve(
         )
     if score_chunk is not None and not 1 <= score_chunk <= capacity:
         raise ValueError(f"the score chunk must hold 1 to {capacity} tokens, got {score_chunk}")
+    for width in verify_widths or []:
+        if not score_chunk or not 2 <= width < score_chunk:
+            raise ValueError(
+                f"--verify {width}: each narrower verify width takes 2 tokens or more, fewer "
+                f"than the widest ({score_chunk})"
+            )
     check_spans(spans, chunk, capacity)
     if kv_cache not in KV_CACHE_TITLES:
         raise ValueError(f"--kv-cache is one of {list(KV_CACHE_TITLES)}, got {kv_cache!r}")
@@ -355,5 +367,6 @@ def _resolve(
         sidecar=wants_sidecar if entry.sidecar_option else None,
         experts=experts if has_experts else None,
         score_chunk=score_chunk,
+        verify_widths=tuple(sorted(set(verify_widths))) if verify_widths else None,
         overwrite=overwrite,
     )

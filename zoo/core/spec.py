@@ -82,6 +82,9 @@ class DecodeSpec:
     sidecars: dict[str, dict] = field(default_factory=dict)
     # a third function, `score`: this many tokens in, every row's logits out (zoo.quality)
     score_chunk: int | None = None
+    # narrower verify calls beside `score` (speculative decoding checks few guesses in a
+    # cheaper call): `score_w{k}` takes k tokens, each k in 2..score_chunk - 1
+    verify_widths: list[int] | None = None
     # layer ranges [start, stop): each function kind exported once per range, `prefill_0`,
     # `prefill_1`, ... (None: one function a kind, `prefill`)
     ranges: list[list[int]] | None = None
@@ -103,6 +106,12 @@ class DecodeSpec:
             if not 0 <= token < self.vocab_size:
                 raise ValueError(f"stop id {token} is outside the vocabulary")
         check_spans(self.spans, self.chunk, self.capacity)
+        for width in self.verify_widths or []:
+            if not self.score_chunk or not 2 <= width < self.score_chunk:
+                raise ValueError(
+                    f"a verify width of {width}: each below the widest ({self.score_chunk}), "
+                    "2 or more"
+                )
 
     @property
     def kv_cache(self) -> str:
@@ -134,6 +143,17 @@ class DecodeSpec:
             raise ValueError(
                 f"the score chunk must hold 1 to {self.capacity} tokens, got {self.score_chunk}"
             )
+
+    @property
+    def widths(self) -> list[int]:
+        """The token counts a verify call takes, narrowest first (none: no score function)."""
+        return sorted({*(self.verify_widths or []), self.score_chunk} - {None})
+
+    def verify_kind(self, width: int) -> str:
+        """The function kind of a verify call of `width` tokens (`score`, `score_w4`)."""
+        if width not in self.widths:
+            raise ValueError(f"verify takes {' or '.join(map(str, self.widths))} ids, got {width}")
+        return "score" if width == self.score_chunk else f"score_w{width}"
 
     def function_names(self, kind: str, span: int | None = None) -> list[str]:
         """The asset's functions that make one `kind` call ("prefill", "decode", "score"),

@@ -147,7 +147,8 @@ def generate_by_lookup(
     for certain: min(1, p(g) / 1)); the first one not kept is replaced by a draw from p
     without g, renormalised; so every token is drawn from the model's own distribution,
     as `Generator.run` draws it (tested as a distribution)."""
-    width = check_rewindable(generator.spec)
+    width = check_rewindable(generator.spec)  # the widest verify call
+    widths = generator.spec.widths
     if len(prompt_ids) + max_new_tokens - 1 > generator.spec.capacity:  # the last is not fed
         raise ValueError(
             f"{len(prompt_ids)} prompt tokens and {max_new_tokens} new ones do not fit the "
@@ -165,6 +166,7 @@ def generate_by_lookup(
     token = draw(generator.feed(context))
     new: list[int] = []
     stats = {"decode calls": 0, "verify calls": 0, "guesses": 0, "accepted": 0}
+    stats["narrower verify calls"] = 0  # calls of a verify width below the widest
 
     def keep(chosen: int) -> bool:
         """Append a token; False when generation is over."""
@@ -191,10 +193,12 @@ def generate_by_lookup(
                 return new, stats
             continue
         piece = [token, *guesses]
-        piece += [guesses[-1]] * (width - len(piece))  # a whole call; the extra is ignored
+        call = next(w for w in widths if w >= len(piece))  # the narrowest call that holds them
+        piece += [guesses[-1]] * (call - len(piece))  # a whole call; the extra is ignored
         start = generator.position
         rows = generator.verify(piece)
         stats["verify calls"] += 1
+        stats["narrower verify calls"] += call < width
         stats["guesses"] += len(guesses)
         accepted, last = 0, None
         for guess, row in zip(guesses, rows, strict=False):

@@ -26,7 +26,9 @@ def asset(tmp_path_factory):
 
     root = tmp_path_factory.mktemp("speculative")
     checkpoint = make_tiny_checkpoint("llama", root / "llama")
-    return export(checkpoint, root / "llama.aimodel", capacity=64, chunk=4, score_chunk=4)
+    return export(  # verify calls of 4 tokens (`score`) and of 2 (`score_w2`)
+        checkpoint, root / "llama.aimodel", capacity=64, chunk=4, score_chunk=4, verify_widths=[2]
+    )
 
 
 @pytest.mark.parametrize(
@@ -70,6 +72,16 @@ def test_zoo_generate_speculate_lookup_prints_plain_greedy_tokens(asset):
     assert plain.returncode == 0 and looked.returncode == 0, looked.stderr
     assert looked.stdout.split() == plain.stdout.split() and len(plain.stdout.split()) == 24
     assert "prompt lookup:" in looked.stderr and "verify calls kept" in looked.stderr
+
+
+def test_one_guess_goes_to_the_narrower_verify_call(asset):
+    from zoo.testing_speculative import narrow_and_wide
+
+    outcome = run_isolated(narrow_and_wide, str(asset), [2, 40, 90, 11, 7], 16)
+    assert outcome.ok, outcome.summary()
+    got = outcome.result
+    assert got["speculative"] == got["plain"]
+    assert 0 < got["narrower verify calls"] < got["verify calls"], got
 
 
 @pytest.fixture(scope="module")

@@ -90,12 +90,13 @@ def test_a_request_that_cannot_fit_is_refused_before_decoding(assets):
 def test_dry_run_prints_the_plan_and_writes_nothing(checkpoints, tmp_path):
     out = tmp_path / "sub" / "planned.aimodel"
     args = ["--capacity", 48, "--layers-per-function", 2, "--spans", "32", "--kv-cache", "int8"]
-    args.append("--dry-run")
+    args += ["--verify", "4,2", "--dry-run"]
     done = zoo("export", checkpoints["default"], out, *args)
     assert done.returncode == 0, done.stderr
     plan = dict(re.split(r"\s{2,}", row, maxsplit=1) for row in done.stdout.splitlines())
     assert plan["entry"] == "zoo.llama" and plan["capacity"] == "48 tokens", plan
     assert plan["functions"].endswith("2 ranges [[0, 2], [2, 4]]") and plan["spans"] == "32"
+    assert plan["functions"].startswith("prefill + decode + verify of 2, 4 tokens")
     assert plan["KV cache"].startswith("int8 codes and a float32 scale")
     assert "asset size" in done.stdout and "model in memory" in done.stdout
     assert not (tmp_path / "sub").exists()  # nothing written, not even the folder
