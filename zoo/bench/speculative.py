@@ -171,7 +171,7 @@ def bench_model(model: str, width: int, draft_layers: int | None) -> tuple[list[
                     "speed-up": round(got["plain s"] / got["speculative s"], 2),
                     "verify calls": got["verify calls"],
                     "decode calls": got["decode calls"],
-                    **({"draft calls": got["draft calls"]} if "draft calls" in got else {}),
+                    "draft calls": got.get("draft calls"),  # None: prompt lookup
                     "guesses accepted": f"{got['accepted']} of {got['guesses']}",
                     "mean accepted per verify": round(
                         got["accepted"] / max(1, got["verify calls"]), 2
