@@ -204,12 +204,13 @@ def _generate(args, request, tokenizer, bundle: bool, interruption: Interruption
 
             runner = Generator(args.asset, args.compute_unit)
             # loaded now, with the runtime's log hidden, not announced in the answer
-            for kind in ("prefill", "score") if args.speculate else ("prefill",):
-                runner.functions[kind]
+            if args.speculate:
+                runner.functions.load_all()  # every verify width too
+            else:
+                runner.functions["prefill"]
             if speculate and speculate.startswith("draft:"):
                 drafter = Generator(speculate.removeprefix("draft:"), args.compute_unit)
-                for kind in ("prefill", "decode"):
-                    drafter.functions[kind]
+                drafter.functions.load_all()
     with runner as generator, drafter or contextlib.nullcontext():
         interruption.check()
         say(

@@ -65,6 +65,11 @@ class _Loaded(dict):
     def __contains__(self, kind) -> bool:
         return kind in self.names
 
+    def load_all(self) -> None:
+        """Load every kind's functions now (before a clock starts, or a log is hidden)."""
+        for kind in self.names:
+            self[kind]
+
 
 class Generator:
     """Prompt ids in, new token ids out, on the Core AI runtime.
