@@ -47,6 +47,7 @@ def call_costs(asset: str, prompt: list[int]) -> dict:
     from zoo.core.generator import Generator
 
     with Generator(asset) as generator:
+        generator.functions.load_all()
         generator.feed(prompt)
         start, width = generator.position, generator.spec.score_chunk
         times = {"decode": [], "verify": []}
