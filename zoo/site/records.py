@@ -54,7 +54,7 @@ GENERATORS: dict[str, tuple[str, list[str]]] = {
         ["--presets", "fp32,int8,int4-block32"],
     ),
     # 32k tokens of the held-out addresses (an hour a model): GPTQ against rounding at the
-    # same size (calibrated-*), the KV cache stored int8 (kv-cache-*)
+    # same size (calibrated-*), the KV cache stored int8 (kv-cache-*), every preset
     **{
         f"{kind}-{model}": (
             "snippets/evaluation.py",
@@ -70,6 +70,8 @@ GENERATORS: dict[str, tuple[str, list[str]]] = {
                 "fp32,fp32+int8-kv,int4-block64,int4-block64+int8-kv",
             ),
             ("kv-cache", "gemma3-270m", "fp32,fp32+int8-kv,int4-block64+int8-kv"),
+            # every preset on Gemma 3 (one text: the second costs another hour)
+            ("evaluation", "gemma3-270m", "fp32,int8,int4-block32,palettize4"),
         )
     },
     "gemma3-fp16": ("snippets/gemma3_fp16.py", ["--runtime"]),

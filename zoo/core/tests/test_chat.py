@@ -132,8 +132,11 @@ def test_a_system_turn_comes_before_the_users(tmp_path):
             "{% for i in range(99999) %}{% for j in range(99999) %}{% endfor %}{% endfor %}",
             "ran over",
         ),
+        # loops that write: stopped by the size limit (1,000 characters an iteration reach
+        # it in a thousand iterations, long before the time limit on a loaded machine)
         (
-            "{% for i in range(99999) %}{% for j in range(99999) %}y{% endfor %}{% endfor %}",
+            "{% for i in range(99999) %}{% for j in range(99999) %}{{ 'y' * 1000 }}"
+            "{% endfor %}{% endfor %}",
             "wrote over",
         ),
         ("{{ 'x' * 999999999 }}", "wrote over 1,000,000 characters"),
