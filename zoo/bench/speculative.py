@@ -6,7 +6,7 @@ Each real model's fp32 asset, exported with a `score` function of k tokens for e
 asked prompts of three kinds through its chat template: rewriting a given text
 (copy-heavy), code, open chat. Guesses come from prompt lookup, or from a draft asset: the
 model's own first `--draft-layers` layers with its final norm and head (an early exit,
-`zoo export --first-layers`). For each: tokens per second of plain greedy decoding and of
+`zoo export --first-layers`; at the narrowest width only). For each: tokens per second of plain greedy decoding and of
 speculation (same asset, same process, one after the other), verify calls, guesses, the
 share accepted and the mean run of accepted guesses per verify call. The token lists are
 asserted identical. Beside them, what one verify call of k costs against one decode call
@@ -34,6 +34,7 @@ PROMPTS = {
     "chat": "Tell me about the moon in a few sentences.",
 }
 NEW_TOKENS = 64
+SECONDS = ("plain s", "speculative s")
 CALL_REPEATS = 9  # calls of each kind timed; the median kept
 
 
@@ -76,7 +77,8 @@ def compare_on_runtime(
 ) -> dict:
     """Plain greedy decoding, then speculative decoding on the same asset (run it in a
     process of its own): prompt lookup, or the guesses of the `draft` asset. Both token
-    lists, the speculation's calls, and each one's seconds."""
+    lists, the speculation's calls, and each one's seconds; and the seconds of reading the
+    prompt alone (the same calls in both), so the tokens after it can be timed apart."""
     import contextlib
     import time
 
@@ -89,6 +91,10 @@ def compare_on_runtime(
             guesses = DraftAsset(stack.enter_context(Generator(draft)))
         for loaded in [generator, *([guesses.generator] if guesses else [])]:
             loaded.functions.load_all()  # before either clock starts
+        generator.reset()
+        started = time.perf_counter()
+        generator.feed(prompt)
+        prompt_s = time.perf_counter() - started
         started = time.perf_counter()
         plain = generator.generate(prompt, new_tokens)
         plain_s = time.perf_counter() - started
@@ -101,6 +107,7 @@ def compare_on_runtime(
         "speculative": speculated,
         "plain s": plain_s,
         "speculative s": speculated_s,
+        "prompt s": prompt_s,
         **stats,
         **drafted,
     }
@@ -120,8 +127,11 @@ def main(argv: list[str] | None = None) -> int:
     }
     rows, calls = [], []
     for model in args.models.split(","):
-        for width in [int(w) for w in args.widths.split(",")]:
-            model_rows, cost = bench_model(model, width, draft_layers.get(model))
+        widths = sorted(int(w) for w in args.widths.split(","))
+        for width in widths:
+            model_rows, cost = bench_model(
+                model, width, draft_layers.get(model), width == widths[0]
+            )
             rows += model_rows
             calls.append(cost)
     results = {"preset": "fp32", "new tokens": NEW_TOKENS, "rows": rows, "calls": calls}
@@ -132,7 +142,9 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def bench_model(model: str, width: int, draft_layers: int | None) -> tuple[list[dict], dict]:
+def bench_model(
+    model: str, width: int, draft_layers: int | None, first_width: bool = True
+) -> tuple[list[dict], dict]:
     """Real model `model`'s rows at verify width `width`: each prompt with prompt lookup,
     and with its first `draft_layers` layers drafting; and the cost of its calls."""
     from zoo.core.text import encode_prompt, load_tokenizer
@@ -147,7 +159,7 @@ def bench_model(model: str, width: int, draft_layers: int | None) -> tuple[list[
     cost = {"model": model, **(cost.result if cost.ok else {"k": width, "outcome": cost.summary()})}
     print(json.dumps(cost), file=sys.stderr, flush=True)
     drafts = {"prompt lookup": None}
-    if draft_layers:
+    if draft_layers and first_width:  # the narrowest verify only: a draft guesses poorly
         early = exported(model, "fp32", capacity=512, score_chunk=None, first_layers=draft_layers)
         drafts[f"first {draft_layers} layers"] = str(early)
     rows = []
@@ -162,6 +174,7 @@ def bench_model(model: str, width: int, draft_layers: int | None) -> tuple[list[
             got = outcome.result
             assert got["speculative"] == got["plain"], row  # lossless, token for token
             tokens = len(got["plain"])
+            plain_after, speculative_after = (got[k] - got["prompt s"] for k in SECONDS)
             rows.append(
                 {
                     **row,
@@ -169,6 +182,9 @@ def bench_model(model: str, width: int, draft_layers: int | None) -> tuple[list[
                     "plain tok/s": round(tokens / got["plain s"], 2),
                     "speculative tok/s": round(tokens / got["speculative s"], 2),
                     "speed-up": round(got["plain s"] / got["speculative s"], 2),
+                    # the prompt read, the same calls in both: the answer's own speed-up
+                    "prompt s": round(got["prompt s"], 2),
+                    "speed-up after the prompt": round(plain_after / speculative_after, 2),
                     "verify calls": got["verify calls"],
                     "decode calls": got["decode calls"],
                     "draft calls": got.get("draft calls"),  # None: prompt lookup
