@@ -4,14 +4,15 @@ speculative decoding against plain greedy decoding, on the runtime.
 Each real model's fp32 asset, exported with a `score` function of k tokens for each k of
 `--widths` (the verify call: k - 1 guesses checked at once, `zoo.core.speculative`), is
 asked prompts of three kinds through its chat template: rewriting a given text
-(copy-heavy), code, open chat. Guesses come from prompt lookup, or from a draft asset: the
-model's own first `--draft-layers` layers with its final norm and head (an early exit,
-`zoo export --first-layers`; at the narrowest width only). For each: tokens per second of plain greedy decoding and of
-speculation (same asset, same process, one after the other), verify calls, guesses, the
-share accepted and the mean run of accepted guesses per verify call. The token lists are
-asserted identical. Beside them, what one verify call of k costs against one decode call
-(`call_costs`): the accepted guesses a call must yield to pay for itself. A number of this
-machine (Linux CPU runtime), not a test.
+(copy-heavy), code, open chat. Guesses come from prompt lookup, or (at the narrowest width)
+from a draft asset: the model's own first `--draft-layers` layers with its final norm and
+head (an early exit, `zoo export --first-layers`). For each: tokens per second of plain
+greedy decoding and of speculation (same asset, same process, one after the other), the
+speed-up after the prompt (its reading timed apart: the same calls in both), verify calls,
+guesses, the share accepted and the mean run of accepted guesses per verify call. The
+token lists are asserted identical. Beside them, what one verify call of k costs against
+one decode call (`call_costs`): the accepted guesses a call must yield to pay for itself. A
+number of this machine (Linux CPU runtime), not a test.
 """
 
 from __future__ import annotations
