@@ -149,13 +149,14 @@ def bench_model(
     """Real model `model`'s rows at verify width `width`: each prompt with prompt lookup,
     and with its first `draft_layers` layers drafting; and the cost of its calls."""
     from zoo.core.text import encode_prompt, load_tokenizer
-    from zoo.fetch import fetch
+    from zoo.fetch import fetch, get_real_model
     from zoo.real_assets import exported
 
     checkpoint = fetch(model)
     tokenizer = load_tokenizer(checkpoint / "tokenizer.json")
+    chat = get_real_model(model).chat  # a base model (Gemma 3 270M) reads the text as it is
     asset = exported(model, "fp32", capacity=512, score_chunk=width)
-    prompt = encode_prompt(tokenizer, checkpoint, PROMPTS["chat"], chat=True)
+    prompt = encode_prompt(tokenizer, checkpoint, PROMPTS["chat"], chat=chat)
     cost = run_isolated(call_costs, str(asset), prompt)
     cost = {"model": model, **(cost.result if cost.ok else {"k": width, "outcome": cost.summary()})}
     print(json.dumps(cost), file=sys.stderr, flush=True)
@@ -166,7 +167,7 @@ def bench_model(
     rows = []
     for source, draft in drafts.items():
         for kind, text in PROMPTS.items():
-            prompt = encode_prompt(tokenizer, checkpoint, text, chat=True)
+            prompt = encode_prompt(tokenizer, checkpoint, text, chat=chat)
             outcome = run_isolated(compare_on_runtime, str(asset), prompt, NEW_TOKENS, draft)
             row = {"model": model, "k": width, "guesses from": source, "prompt": kind}
             if not outcome.ok:
