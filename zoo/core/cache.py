@@ -9,8 +9,10 @@ An int8 cache (`set_kv_cache(model, "int8")`) stores each head's key (and value)
 position as int8 codes with one float32 scale (its largest magnitude / 127): the codes in
 `k_cache_{layer}` (int8), the scales in `k_scale_{layer}` (`[1, H, T, 1]`, `[1, H, 1, T]`
 beside transposed keys). Each step quantizes what it writes and attends over the whole
-cache dequantized, so eager and the asset compute the same thing; a position costs
-`head_dim + 4` bytes a head for keys and again for values, against `4 * head_dim` in fp32.
+cache dequantized, so eager and the asset do the same arithmetic (where their float32 last
+bits differ at a rounding boundary a code moves a step, and later layers carry it on:
+docs/guides/compression.md#an-8-bit-kv-cache); a position costs `head_dim + 4` bytes a
+head for keys and again for values, against `4 * head_dim` in fp32.
 """
 
 from __future__ import annotations
