@@ -42,21 +42,6 @@ def greedy_and_lookup(asset: str, prompt: list[int]) -> dict:
     }
 
 
-def plain_and_drafted(asset: str, draft: str, prompt: list[int], new_tokens: int) -> dict:
-    """Plain greedy decoding of `asset`, then speculative decoding with the draft asset's
-    guesses: both token lists and the speculation's counts (isolate it)."""
-    from zoo.core.generator import Generator
-    from zoo.core.speculative import DraftAsset, generate_by_lookup
-
-    with Generator(asset) as generator, Generator(draft) as drafter:
-        plain = generator.generate(prompt, new_tokens, stop_token_ids=[])
-        guesses = DraftAsset(drafter)
-        drafted, stats = generate_by_lookup(
-            generator, prompt, new_tokens, [], draft=guesses, temperature=0.0
-        )
-    return {"plain": plain, "drafted": drafted, "draft calls": guesses.feeds, **stats}
-
-
 def narrow_and_wide(asset: str, prompt: list[int], new_tokens: int) -> dict:
     """Plain greedy decoding, then guesses that are its own tokens, one guess and then as
     many as fit in turn: a verify call of each width the asset has (isolate it)."""

@@ -26,6 +26,7 @@ from torch import nn
 from zoo.core.kv import KVStrategy
 from zoo.core.layers import attend
 from zoo.core.rope import rotate
+from zoo.core.spec import KV_CACHES
 
 
 def transposed_keys(shape: tuple[int, ...]) -> tuple[int, ...]:
@@ -124,14 +125,11 @@ def int8_rows(rows: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     return torch.round(rows / scale).clamp(-127, 127), scale
 
 
-KV_CACHES = ("fp32", "int8")
-
-
 def set_kv_cache(model: nn.Module, stored: str) -> None:
     """Store every KV cache of `model` as `stored` ("fp32" or "int8"), in place, before
     export; the model's states and what it computes change with it."""
     if stored not in KV_CACHES:
-        raise ValueError(f"the KV cache is stored as one of {KV_CACHES}, not {stored!r}")
+        raise ValueError(f"the KV cache is stored as one of {list(KV_CACHES)}, not {stored!r}")
     for cache in kv_caches(model):
         cache.stored = stored
 

@@ -185,6 +185,7 @@ def add_export_options(parser: argparse.ArgumentParser, entry: str | None) -> No
     from zoo.core.compress import PRESETS
     from zoo.core.kv import STRATEGIES
     from zoo.core.layout import DEFAULT_CHUNK, KEY_LAYOUTS, WEIGHT_LAYOUTS
+    from zoo.core.spec import KV_CACHES
 
     strategies = [n for n, s in STRATEGIES.items() if s.stateful and s.chunks]
     source = (
@@ -259,7 +260,7 @@ def add_export_options(parser: argparse.ArgumentParser, entry: str | None) -> No
     parser.add_argument(
         "--kv-cache",
         default="fp32",
-        choices=("fp32", "int8"),
+        choices=tuple(KV_CACHES),
         help="how the KV cache is stored: int8 holds a position in about a quarter of the "
         "bytes, each head's row quantized with its own scale (docs/guides/compression.md)",
     )

@@ -265,7 +265,11 @@ def _run(generator, request, show, speculate, notes: list[str], drafter=None) ->
             top_k=request.top_k,
             seed=request.seed,
         )
-        source = "prompt lookup" if draft is None else f"draft {Path(speculate[6:]).name}"
+        source = (
+            "prompt lookup"
+            if draft is None
+            else f"draft {Path(speculate.removeprefix('draft:')).name}"
+        )
         notes.append(
             f"{source}: {stats['verify calls']} verify calls kept {stats['accepted']} "
             f"of {stats['guesses']} guesses; {stats['decode calls']} decode calls"

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
-from zoo.core.spec import check_capacity, check_spans
+from zoo.core.spec import KV_CACHES, check_capacity, check_spans, check_verify_widths
 
 # Bytes a stored weight costs in the asset, per preset (codes and their scales; a LUT of 16
 # entries per group of 32 rows is noise at these sizes). Used for the room check and the
@@ -29,10 +29,6 @@ BYTES_PER_WEIGHT = {
     "int4-block64": 0.5625,
 }
 OTHER_BYTES_PER_WEIGHT = 1.2  # palettize4, mixed: between 4 and 8 bits with their tables
-KV_CACHE_TITLES = {
-    "fp32": "fp32",
-    "int8": "int8 codes and a float32 scale a head and position (about a quarter of fp32)",
-}
 
 
 @dataclass(frozen=True)
@@ -90,7 +86,7 @@ class ExportPlan:
             ("capacity", f"{self.capacity} tokens"),
             ("prefill chunk", f"{self.chunk} tokens"),
             ("weights", f"{self.compress}, layout {self.weights}, keys {self.keys}"),
-            ("KV cache", KV_CACHE_TITLES[self.kv_cache]),
+            ("KV cache", KV_CACHES[self.kv_cache]),
             *([("calibration", str(self.calibration))] if self.calibration else []),
             ("functions", f"prefill + decode{verify}, layer ranges: {ranges}"),
             *(
@@ -325,15 +321,10 @@ def _resolve(
         )
     if score_chunk is not None and not 1 <= score_chunk <= capacity:
         raise ValueError(f"the score chunk must hold 1 to {capacity} tokens, got {score_chunk}")
-    for width in verify_widths or []:
-        if not score_chunk or not 2 <= width < score_chunk:
-            raise ValueError(
-                f"--verify {width}: each narrower verify width takes 2 tokens or more, fewer "
-                f"than the widest ({score_chunk})"
-            )
+    check_verify_widths(verify_widths, score_chunk)
     check_spans(spans, chunk, capacity)
-    if kv_cache not in KV_CACHE_TITLES:
-        raise ValueError(f"--kv-cache is one of {list(KV_CACHE_TITLES)}, got {kv_cache!r}")
+    if kv_cache not in KV_CACHES:
+        raise ValueError(f"--kv-cache is one of {list(KV_CACHES)}, got {kv_cache!r}")
     preset = get_preset(compress)
     preset.check(entry.name)
     ranges = None

@@ -28,6 +28,11 @@ class ContextFullError(IndexError):
 
 # the states of a KV cache, by name prefix: rewound by position (zoo.core.speculative)
 KV_STATES = ("k_cache_", "v_cache_", "k_scale_", "v_scale_")
+# how a KV cache can be stored (zoo.core.cache), as `zoo export --dry-run` describes it
+KV_CACHES = {
+    "fp32": "fp32",
+    "int8": "int8 codes and a float32 scale a head and position (about a quarter of fp32)",
+}
 MAX_CAPACITY = 262_144  # the longest context of the zoo's models (Qwen3.5)
 
 
@@ -43,6 +48,16 @@ def check_capacity(capacity: int) -> None:
             f"a capacity of {capacity} tokens is more than the zoo's models support "
             f"({MAX_CAPACITY}); choose a smaller --capacity"
         )
+
+
+def check_verify_widths(widths: Sequence[int] | None, score_chunk: int | None) -> None:
+    """Narrower verify widths beside the widest (`score_chunk`): each 2 or more, below it."""
+    for width in widths or []:
+        if not score_chunk or not 2 <= width < score_chunk:
+            raise ValueError(
+                f"--verify {width}: each narrower verify width takes 2 tokens or more, fewer "
+                f"than the widest ({score_chunk})"
+            )
 
 
 def check_spans(spans: Sequence[int] | None, chunk: int, capacity: int) -> None:
@@ -106,12 +121,7 @@ class DecodeSpec:
             if not 0 <= token < self.vocab_size:
                 raise ValueError(f"stop id {token} is outside the vocabulary")
         check_spans(self.spans, self.chunk, self.capacity)
-        for width in self.verify_widths or []:
-            if not self.score_chunk or not 2 <= width < self.score_chunk:
-                raise ValueError(
-                    f"a verify width of {width}: each below the widest ({self.score_chunk}), "
-                    "2 or more"
-                )
+        check_verify_widths(self.verify_widths, self.score_chunk)
 
     @property
     def kv_cache(self) -> str:

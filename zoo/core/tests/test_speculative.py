@@ -109,13 +109,13 @@ def test_zoo_generate_speculate_refuses_an_asset_without_verify(drafts):
 
 @pytest.mark.parametrize("draft", ["same", "other", "first-layers"])
 def test_a_draft_asset_decodes_exactly_what_plain_greedy_decodes(asset, drafts, draft):
-    from zoo.testing_speculative import plain_and_drafted
+    from zoo.bench.speculative import compare_on_runtime
 
     prompt = [2, 40, 90, 11, 7]  # nothing to look up: every guess is the draft's
-    outcome = run_isolated(plain_and_drafted, str(asset), str(drafts[draft]), prompt, 24)
+    outcome = run_isolated(compare_on_runtime, str(asset), prompt, 24, str(drafts[draft]))
     assert outcome.ok, outcome.summary()
     got = outcome.result
-    assert got["drafted"] == got["plain"] and len(got["plain"]) == 24
+    assert got["speculative"] == got["plain"] and len(got["plain"]) == 24
     assert got["verify calls"] > 0 and got["draft calls"] >= got["guesses"] > 0
     if draft == "same":  # the model guessing for itself: every guess is its own choice
         assert got["accepted"] == got["guesses"], got
