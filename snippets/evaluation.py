@@ -34,6 +34,8 @@ if __name__ == "__main__" and "--record" in sys.argv:
 
     directory = sys.argv[sys.argv.index("--record") + 1]
     model = option("--model", "smollm2-135m-instruct")
+    # a mixed preset of this kind, chosen by the sensitivity sweep, scored too
+    sweep = ["--sweep", option("--sweep", "")] if "--sweep" in sys.argv else []
     with tempfile.TemporaryDirectory() as assets:  # each preset's asset
         main(
             [model, "--presets", option("--presets", "fp32,int8,int4-block32")]
@@ -41,4 +43,5 @@ if __name__ == "__main__" and "--record" in sys.argv:
             + ["--texts", option("--texts", "sotu-held-out,python-tutorial")]
             + ["--name", option("--name", f"evaluation-{model}")]
             + ["--check-runtime", assets, "--record", directory]
+            + sweep
         )

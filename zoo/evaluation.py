@@ -203,33 +203,15 @@ def evaluate(
         "bootstrap resamples": RESAMPLES,
         "scoring s per text (all presets)": seconds,
         "rows": rows,
-        "curve": curve(rows),
         **checks,
     }
 
 
-def curve(rows: list[dict]) -> list[dict]:
-    """Perplexity against bits per weight, a series per text and method (round to nearest,
-    GPTQ), each from fp32: what the compression guide plots."""
-    points = []
-    for row in rows:
-        methods = (
-            ["round to nearest", "GPTQ"]
-            if row["preset"] == "fp32"
-            else ["GPTQ" if row["preset"].startswith("gptq:") else "round to nearest"]
-        )
-        if row["preset"].endswith(INT8_KV):
-            methods = [f"{method}, int8 KV cache" for method in methods]
-        for method in methods:
-            points.append(
-                {
-                    "series": f"{row['text']}, {method}",
-                    BITS: row[BITS],
-                    "perplexity": row["perplexity"],
-                    "preset": row["preset"],
-                }
-            )
-    return points
+def method_of(preset: str) -> str:
+    """How a preset chose its codes, as the compression guide's plot names its series."""
+    if preset.startswith("gptq:"):
+        return "GPTQ"
+    return "LUT (k-means)" if "palettize" in preset else "rounded"
 
 
 def describe(row: dict) -> str:
@@ -294,8 +276,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check-runtime", metavar="DIR", help="export each preset here")
     parser.add_argument("--record", metavar="DIR", help="write evaluation-MODEL.json here")
     parser.add_argument("--name", help="the record's name (default: evaluation-MODEL)")
+    parser.add_argument(
+        "--sweep",
+        choices=["mixed", "mixed-palettized"],
+        help="also score the mixed preset of this kind the sensitivity sweep chooses "
+        "(zoo.quality.sweep, on the calibration text)",
+    )
     args = parser.parse_args(argv)
     presets = args.presets.split(",")
+    plan = None
+    if args.sweep:
+        from zoo.quality import sweep
+
+        plan = sweep(args.model, kind=args.sweep)
+        presets.append(plan["preset"])
     results = evaluate(
         args.model,
         presets,
@@ -304,6 +298,9 @@ def main(argv: list[str] | None = None) -> int:
         tuple(args.texts.split(",")),
         check_runtime=args.check_runtime,
     )
+    if plan:
+        results["sweep"] = {key: value for key, value in plan.items() if key != "units"}
+        results["sweep units"] = plan["units"]
     for row in results["rows"]:
         print(describe(row))
     if args.record:

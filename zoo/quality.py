@@ -221,40 +221,42 @@ def units(model) -> list[str]:
     return names + [f"layers.{i}" for i in range(len(model.layers))]
 
 
-def sweep(name: str, budget: float = BUDGET, progress=say) -> dict:
-    """Choose the mixed preset of real model `name` on the calibration text: the KL each
-    unit adds when it alone is int4-block32 (torch eager), then units promoted to int8 by KL
-    per extra bit until `budget` bits per weight would be passed."""
+def sweep(name: str, budget: float | None = None, progress=say, kind: str = "mixed") -> dict:
+    """Choose the mixed preset of family `kind` (`zoo.core.compress.MIXED_KINDS`) of real
+    model `name` on the calibration text: the KL each unit adds when it alone is stored
+    4-bit (torch eager, the rest fp32), then units promoted to 8 bits by KL per extra bit
+    until `budget` code bits per weight (the family's by default) would be passed."""
     import copy
 
-    from zoo.core.compress import get_preset
+    from zoo.core.compress import MIXED_KINDS, mixed
     from zoo.core.eager import torch_logits
     from zoo.core.entry import get_entry
     from zoo.core.weights import replace_module
     from zoo.fetch import fetch, get_real_model
 
+    budget = MIXED_KINDS[kind].budget if budget is None else budget
     ids = text_ids(name, CALIBRATION)
     entry, checkpoint = get_entry(get_real_model(name).entry), fetch(name)
     fp32 = entry.load(checkpoint, capacity=CAPACITY)
     reference = torch_logits(fp32, ids)[0].numpy()
-    int4 = get_preset("int4-block32")
+    four_bit = mixed([], kind)  # every unit at the family's 4 bits
     everything = units(fp32)
     sensitivity, weights = {}, {}
     for unit in everything:
         members = {
             n: m
             for n, m in fp32.named_modules()
-            if (n == unit or n.startswith(unit + ".")) and int4.weights(n, m) is not None
+            if (n == unit or n.startswith(unit + ".")) and four_bit.weights(n, m) is not None
         }
         weights[unit] = sum(m.weight.numel() for m in members.values())
-        for n, m in members.items():  # this unit alone int4, the rest fp32
-            replace_module(fp32, n, int4.compress_module(n, copy.deepcopy(m)))
+        for n, m in members.items():  # this unit alone 4-bit, the rest fp32
+            replace_module(fp32, n, four_bit.compress_module(n, copy.deepcopy(m)))
         sensitivity[unit] = scores(torch_logits(fp32, ids)[0].numpy(), ids, reference)["KL"]
         for n, m in members.items():
             replace_module(fp32, n, m)
-        progress(f"  {unit}: KL {sensitivity[unit]:.6f} when int4-block32 alone")
+        progress(f"  {unit}: KL {sensitivity[unit]:.6f} when 4-bit alone ({kind})")
     total = sum(weights.values())
-    chosen, bits = [], int4.bits_per_weight(fp32)
+    chosen, bits = [], four_bit.bits_per_weight(fp32)
     for unit in sorted(everything, key=lambda u: sensitivity[u] / weights[u], reverse=True):
         extra = 4 * weights[unit] / total
         if bits + extra <= budget:
@@ -263,15 +265,17 @@ def sweep(name: str, budget: float = BUDGET, progress=say) -> dict:
     chosen.sort(key=everything.index)
     return {
         "calibration": f"{CALIBRATION} (first {len(ids)} tokens)",
+        "kind": kind,
         "budget bits per weight": budget,
-        "int8": chosen,
+        "int8" if kind == "mixed" else "8-bit": chosen,
+        "preset": mixed(chosen, kind).spelling,
         "bits per weight": round(bits, 2),
         "units": [
             {
                 "unit": unit,
                 "weights": weights[unit],
-                "KL when int4 alone": float(f"{sensitivity[unit]:.3g}"),
-                "stored": "int8" if unit in chosen else "int4-block32",
+                "KL when 4-bit alone": float(f"{sensitivity[unit]:.3g}"),
+                "stored": "8-bit" if unit in chosen else "4-bit",
             }
             for unit in everything
         ],
@@ -281,7 +285,7 @@ def sweep(name: str, budget: float = BUDGET, progress=say) -> dict:
 def quality_record(name: str, presets: list[str], directory: str | Path) -> Path:
     """The record `quality-NAME`: the sweep's choice and a row per preset (`make records`;
     about three minutes a preset on two cores)."""
-    from zoo.core.compress import mixed
+    from zoo.core.compress import get_preset
     from zoo.site.records import write_record
 
     ids = text_ids(name, SCORED)
@@ -291,7 +295,7 @@ def quality_record(name: str, presets: list[str], directory: str | Path) -> Path
     with tempfile.TemporaryDirectory(prefix="zoo-quality-") as scratch:
         for preset in presets:
             say(f"{name}: {preset} ...")
-            chosen = mixed(plan["int8"]) if preset == "mixed" else preset
+            chosen = get_preset(plan["preset"]) if preset == "mixed" else preset
             rows.append(quality_row(name, chosen, scratch, ids, reference))
             say(f"  {rows[-1]}")
     from zoo.bench.real import eager_decode_ms
@@ -323,7 +327,14 @@ def main(argv: list[str] | None = None, prog: str = "python -m zoo.quality") -> 
     parser.add_argument(
         "--presets", default=",".join(PRESETS), help="comma-separated (default: all)"
     )
-    parser.add_argument("--sweep", action="store_true", help="only choose the mixed preset")
+    parser.add_argument(
+        "--sweep",
+        nargs="?",
+        const="mixed",
+        choices=["mixed", "mixed-palettized"],
+        help="only choose a mixed preset (default: mixed, int4/int8; mixed-palettized: "
+        "Apple's 4/8-bit LUTs)",
+    )
     parser.add_argument("--record", metavar="DIR", help="write the record quality-NAME.json")
     args = parser.parse_args(argv)
     from zoo.core.compress import PRESETS as KNOWN
@@ -346,9 +357,9 @@ def main(argv: list[str] | None = None, prog: str = "python -m zoo.quality") -> 
         if args.sweep:
             import json
 
-            plan = sweep(args.name, progress=say)
+            plan = sweep(args.name, progress=say, kind=args.sweep)
             print(json.dumps(plan, indent=2))
-            say(f"export it with: --compress mixed:{','.join(plan['int8'])}")
+            say(f"export it with: --compress {plan['preset']}")
         else:
             print(quality_record(args.name, presets, args.record or "."))
     except (FetchError, OSError, ValueError) as error:

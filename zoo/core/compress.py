@@ -53,7 +53,9 @@ from zoo.core.stores import (
     int4_block32,
     int4_blocks,
     int8_per_channel,
+    lut_or_table,
     palettize4_groups,
+    palettize8_per_tensor,
     projection_or_table,
     quiet_imports,
 )
@@ -85,7 +87,7 @@ class Preset:
     @property
     def spelling(self) -> str:
         """The name `get_preset` takes back: `mixed:UNIT,...` for a mixed preset."""
-        return f"mixed:{','.join(self.units)}" if self.name == "mixed" else self.name
+        return f"{self.name}:{','.join(self.units)}" if self.name in MIXED_KINDS else self.name
 
     def check_calibration(self, windows) -> None:
         if self.calibrated and not windows:
@@ -242,23 +244,64 @@ PRESETS: dict[str, Preset] = {
 }
 
 
-def mixed(eight_bit: Sequence[str]) -> Preset:
-    """`int4-block32` with the modules under `eight_bit` (names or prefixes: "embed_tokens",
-    "layers.3") stored int8 per output channel: the preset `zoo.quality.sweep` chooses."""
-    units = tuple(eight_bit)
+@dataclass(frozen=True)
+class MixedKind:
+    """A family of mixed presets: every unit stored by `rest`, the units a sweep promotes
+    (`zoo.quality.sweep`) by `promoted`, spelled `NAME:UNIT,UNIT`."""
+
+    name: str
+    rest: Callable[[str, nn.Module], Choice | None]
+    promoted: Callable[[str, nn.Module], Choice | None]
+    stored: str  # "{listed}": what the preset stores, as `zoo list` and pages say it
+    detail: str  # "{listed}": the same in a line of the asset's metadata
+    budget: float  # code bits per weight the sweep may spend (Apple's column: codes only)
+
+
+MIXED_KINDS = {
+    kind.name: kind
+    for kind in (
+        MixedKind(
+            "mixed",
+            int4_block32,
+            int8_per_channel,
+            "uint4 per block of 32 (int4-block32), int8 per channel for: {listed}",
+            "int8: {listed}; the rest int4-block32",
+            5.0,
+        ),
+        # Apple's iOS-style mixed 4/8-bit palettization (apple/coreai-models, SmolLM2's
+        # README): 16-entry LUTs, 256-entry ones for the units its sweep chose
+        MixedKind(
+            "mixed-palettized",
+            lut_or_table(palettize4_groups, int4_block32),
+            lut_or_table(palettize8_per_tensor, int8_per_channel),
+            "16-entry LUT per 32 output channels, one 256-entry LUT a projection for: "
+            "{listed}; embedding tables int4-block32 (int8 if named)",
+            "256-entry LUTs (int8 tables): {listed}; the rest 16-entry LUTs, int4-block32 tables",
+            4.5,
+        ),
+    )
+}
+
+
+def mixed(eight_bit: Sequence[str], kind: str = "mixed") -> Preset:
+    """A preset of family `kind` (`MIXED_KINDS`) with the modules under `eight_bit` (names
+    or prefixes: "embed_tokens", "layers.3") stored 8-bit: the preset `zoo.quality.sweep`
+    chooses. `mixed`: int4-block32, int8 per channel where named; `mixed-palettized`:
+    4-bit LUTs, 8-bit LUTs where named."""
+    units, family = tuple(eight_bit), MIXED_KINDS[kind]
 
     def weights(name: str, module: nn.Module) -> Choice | None:
         if any(_under(name, unit) for unit in units):
-            return int8_per_channel(name, module)
-        return int4_block32(name, module)
+            return family.promoted(name, module)
+        return family.rest(name, module)
 
     listed = ", ".join(units) if units else "nothing"
     return Preset(
-        "mixed",
-        f"uint4 per block of 32 (int4-block32), int8 per channel for: {listed}",
+        kind,
+        family.stored.format(listed=listed),
         weights,
         scale_dtype=torch.float16,
-        detail=f"int8: {listed}; the rest int4-block32",
+        detail=family.detail.format(listed=listed),
         units=units,
     )
 
@@ -299,7 +342,8 @@ def _under(name: str, unit: str) -> bool:
 
 MIXED_HELP = (
     "mixed:UNIT,UNIT,... stores those modules int8 and the rest int4-block32, e.g. "
-    "mixed:embed_tokens,layers.0 (python -m zoo.quality NAME --sweep chooses them)"
+    "mixed:embed_tokens,layers.0; mixed-palettized:UNIT,... gives them 256-entry LUTs and "
+    "the rest 16-entry ones (python -m zoo.quality NAME --sweep chooses them)"
 )
 
 
@@ -307,11 +351,11 @@ def get_preset(name: str | Preset) -> Preset:
     """A preset by name (`PRESETS`), or a `Preset` built elsewhere (`mixed`) as it is."""
     if isinstance(name, Preset):
         return name
-    if isinstance(name, str) and name.split(":")[0] == "mixed":
+    if isinstance(name, str) and name.split(":")[0] in MIXED_KINDS:
         units = [unit.strip() for unit in name.partition(":")[2].split(",") if unit.strip()]
         if not units:
             raise ValueError(f"--compress {name!r} names no module: {MIXED_HELP}")
-        return mixed(units)
+        return mixed(units, name.split(":")[0])
     if isinstance(name, str) and name.startswith("gptq:"):
         return calibrated(name.removeprefix("gptq:"))
     if name in VARIANTS:
@@ -319,7 +363,8 @@ def get_preset(name: str | Preset) -> Preset:
     if name not in PRESETS:
         raise ValueError(
             f"unknown compression preset {name!r}; choose one of {list(PRESETS)}, "
-            f"{', '.join(VARIANTS)}, mixed:UNIT,... or gptq:{'|'.join(CALIBRATED_BASES)}"
+            f"{', '.join(VARIANTS)}, mixed:UNIT,..., mixed-palettized:UNIT,... or "
+            f"gptq:{'|'.join(CALIBRATED_BASES)}"
         )
     return PRESETS[name]
 

@@ -159,6 +159,27 @@ def palettize4_groups(name: str, module: nn.Module) -> Choice | None:
     return "palettize", ModuleKMeansPalettizerConfig.presets.w4(group_size=32), 4
 
 
+def palettize8_per_tensor(name: str, module: nn.Module) -> Choice | None:
+    """A 256-entry LUT for the whole projection (coreai-opt's 8-bit preset)."""
+    if not isinstance(module, nn.Linear):
+        return None
+    from coreai_opt.palettization import ModuleKMeansPalettizerConfig
+
+    return "palettize", ModuleKMeansPalettizerConfig.presets.w8(), 8
+
+
+def lut_or_table(lut: Callable, table: Callable) -> Callable[[str, nn.Module], Choice | None]:
+    """Projections palettized by `lut`, embedding tables (which coreai-opt 0.4.0 does not
+    palettize) quantized by `table`: the two halves of a mixed palettized preset."""
+
+    def choose(name: str, module: nn.Module) -> Choice | None:
+        if isinstance(module, nn.Embedding):
+            return table(name, module)
+        return lut(name, module) if projection_or_table(module) else None
+
+    return choose
+
+
 def fp16_pass(program):
     from coreai_opt.casting import cast_fp32_to_fp16
 

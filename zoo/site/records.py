@@ -70,7 +70,18 @@ GENERATORS: dict[str, tuple[str, list[str]]] = {
                 "fp32,fp32+int8-kv,int4-block64,int4-block64+int8-kv",
             ),
             ("kv-cache", "gemma3-270m", "fp32,fp32+int8-kv,int4-block64+int8-kv"),
-            # every preset on Gemma 3 (one text: the second costs another hour)
+        )
+    },
+    # Apple's mixed 4/8-bit palettization, the units chosen by the sweep, beside palettize4
+    # (Gemma 3: with every other preset, one text: the second costs another hour)
+    **{
+        f"{kind}-{model}": (
+            "snippets/evaluation.py",
+            ["--model", model, "--presets", presets, "--texts", "sotu-held-out"]
+            + ["--sweep", "mixed-palettized", "--name", f"{kind}-{model}"],
+        )
+        for kind, model, presets in (
+            ("palettized", "smollm2-135m-instruct", "fp32,palettize4"),
             ("evaluation", "gemma3-270m", "fp32,int8,int4-block32,palettize4"),
         )
     },

@@ -3,7 +3,8 @@ and labelled as theirs, never written into a record (`<!-- zoo:quality_plot ... 
 
 from __future__ import annotations
 
-BITS = "bits per weight (with scales)"  # as zoo.evaluation counts them
+from zoo.evaluation import BITS, method_of
+
 RATIO = "perplexity / unquantized"
 
 # Apple's rows: WikiText-2 through lm-evaluation-harness on its PyTorch models (not on
@@ -28,7 +29,7 @@ def quality_points(records: list[dict]) -> list[dict]:
         for row in rows:
             if row["preset"] == "fp32":
                 continue
-            method = "GPTQ" if row["preset"].startswith("gptq:") else "rounded"
+            method = method_of(row["preset"])
             series = f"{results['model']}, {row['text']}, {method}"
             for source in (base[row["text"]], row):
                 ratio = source["perplexity"] / base[row["text"]]["perplexity"]

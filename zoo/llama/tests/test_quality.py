@@ -167,3 +167,29 @@ def test_export_with_a_mixed_preset_from_the_command_line(checkpoints, tmp_path)
     assert done.returncode == 0, done.stderr
     with Generator(out) as generator:
         assert generator.spec.compression_detail.startswith("int8: embed_tokens, layers.0")
+
+
+def test_mixed_palettized_stores_lut_sizes_where_it_says_and_runs_like_eager(
+    checkpoints, tmp_path
+):
+    preset = get_preset("mixed-palettized:layers.1")
+    assert preset.spelling == "mixed-palettized:layers.1"
+    model = load_llama(checkpoints["default"], "runtime-index", 32, compress=preset)
+    modules = dict(model.named_modules())
+
+    def lut_entries(name):
+        return modules[name].parametrizations.weight[0].lut.shape[-2]
+
+    assert lut_entries("layers.1.mlp.down_proj") == 256  # promoted: one 256-entry LUT
+    assert lut_entries("layers.0.mlp.down_proj") == 16  # the rest: 16 entries a group
+    table = modules["embed_tokens"].weight[0, :32].detach()
+    assert len(torch.unique(table)) <= 16  # coreai-opt palettizes no table: int4-block32
+    asset = export_model(model, tmp_path / "lut.aimodel", chunk=4, compress=preset, score_chunk=4)
+    with Generator(asset) as generator:
+        assert generator.spec.compression == "mixed-palettized"
+        detail = generator.spec.compression_detail
+        assert detail.startswith("256-entry LUTs (int8 tables): layers.1")
+    outcome = run_isolated(runtime_logits, str(asset), IDS, timeout=300)
+    assert outcome.ok, outcome.summary()
+    want = torch_logits(model, IDS)[0].numpy()
+    assert np.abs(np.asarray(outcome.result) - want).max() < 1e-4
