@@ -33,8 +33,10 @@ TEST_LAYOUTS = {
     # (zoo.core.spec.DecodeSpec.spans): check_layout_computes_the_same calls all three
     "spans": {"spans": [8, 16]},
     "ranges-spans": {"layers_per_function": 1, "spans": [8, 16]},
-    # mixtures of experts: every expert weighted, beside the default chosen-only GatherMM
+    # mixtures of experts, each formulation beside the default ("auto": every expert in
+    # Linux's blocked layout, GatherMM on a Mac; zoo.core.layout.auto_experts)
     "all-experts": {"experts": "all"},
+    "chosen-experts": {"experts": "chosen"},
     "int8-kv": {"kv_cache": "int8"},  # the KV cache as int8 codes and scales (zoo.core.cache)
 }
 

@@ -9,13 +9,29 @@ from pathlib import Path
 from zoo.testing import ExportedAssets, check_layout_computes_the_same, check_runtime_greedy
 
 
+def other_formulation() -> str:
+    """The test layout computing the experts the other way from the default asset's
+    (`--experts auto`: every expert in Linux's blocked layout, the chosen ones on a Mac)."""
+    from zoo.core.layout import auto_experts, default_layout
+
+    default = auto_experts(default_layout()["weights"])
+    return "chosen-experts" if default == "all" else "all-experts"
+
+
 def check_experts_computed_both_ways(
-    model: str, checkpoints: dict, assets: ExportedAssets, strategy: str, prompt: list[int]
+    model: str,
+    checkpoints: dict,
+    assets: ExportedAssets,
+    strategy: str,
+    prompt: list[int],
+    variant: str = "default",
 ) -> None:
-    """A mixture of experts exported computing every expert, weighted, decodes like
-    transformers and like the default asset (the chosen experts only, GatherMM)."""
-    check_runtime_greedy(model, checkpoints, assets, "default", strategy, prompt, "all-experts")
-    check_layout_computes_the_same(assets, "default", strategy, "all-experts")
+    """A mixture of experts exported computing the experts the other way from the default
+    asset (GatherMM on Linux, every expert weighted on a Mac) decodes like transformers
+    and like the default asset."""
+    other = other_formulation()
+    check_runtime_greedy(model, checkpoints, assets, variant, strategy, prompt, other)
+    check_layout_computes_the_same(assets, variant, strategy, other)
 
 
 def mixture_of_experts_tests(model: str, prompt: list[int], chunk: int) -> dict:
@@ -84,6 +100,10 @@ def check_experts_compressed_stacked(checkpoint, directory, prompt: list[int] | 
     assert not any(
         parametrize.is_parametrized(m) for m in model.modules() if hasattr(m, "is_router")
     )
+    # uncompressed, auto follows the weights layout (zoo.core.layout.auto_experts)
+    for weights, formulation in (("blocked", "all"), ("linear", "chosen")):
+        auto = plan_export(checkpoint, directory / "auto.aimodel", weights=weights)
+        assert auto.experts == formulation, (weights, auto.experts)
     tokens = {}
     for experts in ("auto", "all"):
         plan = plan_export(

@@ -306,7 +306,7 @@ def _resolve(
     from zoo.core.compress import get_preset
     from zoo.core.export import check_destination
     from zoo.core.kv import get_strategy
-    from zoo.core.layout import default_chunk, resolve_layout
+    from zoo.core.layout import auto_experts, default_chunk, resolve_layout
 
     check_destination(output, overwrite, checkpoint)
     check_capacity(capacity)
@@ -339,8 +339,8 @@ def _resolve(
     wants_sidecar = preset.compresses_weights if sidecar == "auto" else sidecar == "on"
     if experts not in ("auto", "chosen", "all"):
         raise ValueError(f"--experts is auto, chosen or all, got {experts!r}")
-    if experts == "auto":  # Apple's formulation; experts are compressed stacked either way
-        experts = "chosen"
+    if experts == "auto":
+        experts = auto_experts(layout["weights"])
     return ExportPlan(
         entry=entry.name,
         checkpoint=checkpoint,

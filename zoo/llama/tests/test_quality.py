@@ -169,9 +169,7 @@ def test_export_with_a_mixed_preset_from_the_command_line(checkpoints, tmp_path)
         assert generator.spec.compression_detail.startswith("int8: embed_tokens, layers.0")
 
 
-def test_mixed_palettized_stores_lut_sizes_where_it_says_and_runs_like_eager(
-    checkpoints, tmp_path
-):
+def test_mixed_palettized_stores_lut_sizes_where_it_says_and_runs_like_eager(checkpoints, tmp_path):
     preset = get_preset("mixed-palettized:layers.1")
     assert preset.spelling == "mixed-palettized:layers.1"
     model = load_llama(checkpoints["default"], "runtime-index", 32, compress=preset)
