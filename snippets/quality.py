@@ -39,10 +39,13 @@ from zoo.fetch import fetch
 
 # int4-block32 everywhere but the units named, which are int8 per channel
 preset = mixed(["embed_tokens", "layers.0"])
+# Apple's mixed 4/8-bit palettization: a 16-entry LUT per 32 output
+# channels, one 256-entry LUT a projection in the units named
+palettized = get_preset("mixed-palettized:layers.28,layers.29")
 model = get_entry("llama").load(fetch(name))
-for chosen in ("int4-block32", preset):
+for chosen in ("int4-block32", preset, palettized):
     bits = get_preset(chosen).bits_per_weight(model)
-    print(f"{get_preset(chosen).name:13} {bits:.2f} bits per weight")
+    print(f"{get_preset(chosen).name:16} {bits:.2f} code bits per weight")
 # --8<-- [end:mixed]
 
 import sys
