@@ -32,14 +32,21 @@ def distribution(logits: np.ndarray, temperature: float, top_k: int | None) -> n
     return probabilities / probabilities.sum()
 
 
+def draw(probabilities: np.ndarray, temperature: float, rng: np.random.Generator) -> int:
+    """A token from `probabilities` (renormalised, so a part of `distribution`'s will do):
+    its most likely when `temperature` is 0, with no random number drawn."""
+    if temperature <= 0:
+        return int(np.argmax(probabilities))
+    return int(rng.choice(probabilities.size, p=probabilities / probabilities.sum()))
+
+
 def sample(
     logits: np.ndarray, temperature: float, top_k: int | None, rng: np.random.Generator
 ) -> int:
     """Greedy when `temperature` is 0; else softmax sampling over the top-k logits."""
     if temperature <= 0:
         return int(np.argmax(logits))
-    probabilities = distribution(logits, temperature, top_k)
-    return int(rng.choice(probabilities.size, p=probabilities))
+    return draw(distribution(logits, temperature, top_k), temperature, rng)
 
 
 def passed_on(carried: dict, outputs: dict) -> dict:

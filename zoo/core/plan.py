@@ -56,7 +56,7 @@ class ExportPlan:
     calibration: Path | None = None  # a text file a calibrated preset learns from (gptq:)
     overwrite: bool = False
     streamed: bool = False  # range by range, one part each (zoo.core.stream)
-    parameters: int = 0  # values in the checkpoint's tensors
+    parameters: int = 0  # values in the checkpoint's tensors the model reads
     held_parameters: int = 0  # of those, the most held at once (the largest range streamed)
     estimated_bytes: int = 0  # the asset on disk
 
@@ -162,7 +162,7 @@ def plan_export(
     the final norm and head (an early exit: a draft for `zoo generate --speculate draft:`)."""
     from zoo.core.entry import entry_for_checkpoint, get_entry
     from zoo.core.memory import stream_plan, streamable
-    from zoo.core.weights import values_per_layer, weight_count
+    from zoo.core.weights import values_per_layer
 
     checkpoint = Path(checkpoint)
     found = get_entry(entry) if entry else entry_for_checkpoint(checkpoint)
@@ -208,7 +208,7 @@ def plan_export(
         kv_cache=kv_cache,
     )
     plan = replace(plan, first_layers=first_layers)
-    parameters = sum(per_layer.values()) if first_layers else weight_count(checkpoint)
+    parameters = sum(per_layer.values())  # the tensors the model reads (no vision tower)
     per_weight = BYTES_PER_WEIGHT.get(plan.compress.removeprefix("gptq:"), OTHER_BYTES_PER_WEIGHT)
     plan = replace(
         plan,

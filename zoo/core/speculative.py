@@ -30,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-from zoo.core.generator import distribution, sample
+from zoo.core.generator import distribution, draw, sample
 from zoo.core.spec import KV_STATES
 
 
@@ -158,12 +158,12 @@ def generate_by_lookup(
     stops = set(generator.spec.stop_token_ids if stop_token_ids is None else stop_token_ids)
     rng = np.random.default_rng(seed)
 
-    def draw(logits: np.ndarray) -> int:
+    def choose(logits: np.ndarray) -> int:
         return sample(logits, temperature, top_k, rng)
 
     generator.reset()
     context = list(prompt_ids)
-    token = draw(generator.feed(context))
+    token = choose(generator.feed(context))
     new: list[int] = []
     stats = {"decode calls": 0, "verify calls": 0, "guesses": 0, "accepted": 0}
     stats["narrower verify calls"] = 0  # calls of a verify width below the widest
@@ -188,7 +188,7 @@ def generate_by_lookup(
             guesses = list(guesses)[:room]
         if not guesses:
             stats["decode calls"] += 1
-            token = draw(generator.feed([token]))
+            token = choose(generator.feed([token]))
             if not keep(token):
                 return new, stats
             continue
@@ -207,10 +207,10 @@ def generate_by_lookup(
                 accepted += 1
                 continue
             p[guess] = 0.0  # rejected: a draw from the rest of p
-            last = int(np.argmax(p)) if temperature <= 0 else int(rng.choice(p.size, p=p / p.sum()))
+            last = draw(p, temperature, rng)
             break
         if last is None:  # every guess kept: the row after them is the model's next choice
-            last = draw(rows[accepted])
+            last = choose(rows[accepted])
         stats["accepted"] += accepted
         generator.rewind(start + 1 + accepted)  # past `token` and the kept guesses
         for kept in [*guesses[:accepted], last]:
