@@ -139,6 +139,14 @@ def test_quality_command_refuses_an_unknown_preset():
     assert "int3" in done.stderr and "int4-block32" in done.stderr
 
 
+@pytest.mark.parametrize("module", ["zoo.quality", "zoo.evaluation"])
+def test_a_sweep_of_an_unknown_kind_is_refused_naming_the_kinds(module):
+    command = [sys.executable, "-m", module, "smollm2-135m-instruct", "--sweep", "mixed4"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2
+    assert "mixed4" in done.stderr and "mixed-palettized" in done.stderr
+
+
 @pytest.mark.parametrize(
     "compress,says",
     [
