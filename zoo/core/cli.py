@@ -240,7 +240,8 @@ def add_export_options(parser: argparse.ArgumentParser, entry: str | None) -> No
         "--compress",
         default="fp32",
         type=preset_name,
-        metavar="{" + ",".join(PRESETS) + ",int4-block64,mixed:UNITS,gptq:int4-block32|64}",
+        metavar="{" + ",".join(PRESETS) + ",int4-block64,mixed:UNITS,mixed-palettized:UNITS,"
+        "gptq:int4-block32|64}",
         help="how the weights are stored (docs/guides/compression.md)",
     )
     parser.add_argument(
