@@ -182,7 +182,7 @@ def build_parser(prog: str, command: str | None, entry: str | None = None):
 
 
 def add_export_options(parser: argparse.ArgumentParser, entry: str | None) -> None:
-    from zoo.core.compress import PRESETS
+    from zoo.core.compress import OTHER_SPELLINGS, PRESETS
     from zoo.core.kv import STRATEGIES
     from zoo.core.layout import DEFAULT_CHUNK, KEY_LAYOUTS, WEIGHT_LAYOUTS
     from zoo.core.spec import KV_CACHES
@@ -240,8 +240,7 @@ def add_export_options(parser: argparse.ArgumentParser, entry: str | None) -> No
         "--compress",
         default="fp32",
         type=preset_name,
-        metavar="{" + ",".join(PRESETS) + ",int4-block64,mixed:UNITS,mixed-palettized:UNITS,"
-        "gptq:int4-block32|64}",
+        metavar="{" + ",".join((*PRESETS, *OTHER_SPELLINGS)) + "}",
         help="how the weights are stored (docs/guides/compression.md)",
     )
     parser.add_argument(

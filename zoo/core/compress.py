@@ -340,6 +340,14 @@ def _under(name: str, unit: str) -> bool:
     return name == unit or name.startswith(unit + ".")
 
 
+# every spelling `get_preset` takes beside `PRESETS`, as the CLI and the index page list them
+OTHER_SPELLINGS = (
+    *VARIANTS,
+    *(f"{kind}:UNITS" for kind in MIXED_KINDS),
+    "gptq:" + "|".join(CALIBRATED_BASES).replace("|int4-block", "|"),
+)
+
+
 MIXED_HELP = (
     "mixed:UNIT,UNIT,... stores those modules int8 and the rest int4-block32, e.g. "
     "mixed:embed_tokens,layers.0; mixed-palettized:UNIT,... gives them 256-entry LUTs and "

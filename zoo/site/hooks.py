@@ -323,7 +323,7 @@ def _load(records_dir: Path, name: str) -> dict:
 
 def entries_table(records_dir: Path, page: str) -> str:
     """One row per registered entry, from the registry and the records: no hand-kept list."""
-    from zoo.core.compress import PRESETS
+    from zoo.core.compress import OTHER_SPELLINGS, PRESETS
     from zoo.core.entry import all_entries
     from zoo.core.kv import STRATEGIES
     from zoo.fetch import REAL_MODELS
@@ -358,7 +358,8 @@ def entries_table(records_dir: Path, page: str) -> str:
                 "presets": ", ".join(
                     p for p, preset in PRESETS.items() if name not in dict(preset.unsupported)
                 )
-                + ", int4-block64, mixed:UNITS, gptq:int4-block32|64",
+                + ", "
+                + ", ".join(OTHER_SPELLINGS),
                 "verified on the Linux CPU runtime": "; ".join(verified),
                 "not verified": "Mac GPU / Neural Engine runs",
             }
