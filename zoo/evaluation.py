@@ -267,6 +267,8 @@ def runtime_equals_eager(name: str, preset: str, model, directory: str | Path, t
 
 
 def main(argv: list[str] | None = None) -> int:
+    from zoo.core.compress import MIXED_KINDS
+
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("model", help="a real model of zoo.fetch")
     parser.add_argument("--presets", default=",".join(PRESETS))
@@ -278,7 +280,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--name", help="the record's name (default: evaluation-MODEL)")
     parser.add_argument(
         "--sweep",
-        choices=["mixed", "mixed-palettized"],
+        choices=list(MIXED_KINDS),
         help="also score the mixed preset of this kind the sensitivity sweep chooses "
         "(zoo.quality.sweep, on the calibration text)",
     )

@@ -38,7 +38,6 @@ CALIBRATION = "1790_george_washington_n.txt"  # what `sweep` chooses on
 TOKENS = 256  # scored tokens: one context from the text's start
 SCORE_CHUNK = 64  # rows per `score` call
 CAPACITY = 256
-BUDGET = 5.0  # bits per weight the mixed preset may spend
 BUDGET_S = 600  # scoring a text on the runtime longer than this: eager only (fp16 here)
 PRESETS = ("fp32", "fp16", "int8", "int4-block32", "palettize4", "mixed")
 
@@ -316,6 +315,7 @@ def quality_record(name: str, presets: list[str], directory: str | Path) -> Path
 
 
 def main(argv: list[str] | None = None, prog: str = "python -m zoo.quality") -> int:
+    from zoo.core.compress import MIXED_KINDS
     from zoo.fetch import REAL_MODELS, FetchError
 
     parser = argparse.ArgumentParser(
@@ -331,7 +331,7 @@ def main(argv: list[str] | None = None, prog: str = "python -m zoo.quality") -> 
         "--sweep",
         nargs="?",
         const="mixed",
-        choices=["mixed", "mixed-palettized"],
+        choices=list(MIXED_KINDS),
         help="only choose a mixed preset (default: mixed, int4/int8; mixed-palettized: "
         "Apple's 4/8-bit LUTs)",
     )
