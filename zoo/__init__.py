@@ -22,6 +22,11 @@ from zoo.core.quiet import quiet_loggers  # noqa: E402
 
 quiet_loggers()
 
+# A Ctrl-C must land on the main thread, never on a thread numpy starts (zoo.core.sigint).
+from zoo.core.sigint import import_numpy_without_sigint  # noqa: E402
+
+import_numpy_without_sigint()
+
 _PUBLIC = {
     "export": "zoo.core.run",
     "export_model": "zoo.core.decode",

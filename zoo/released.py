@@ -230,14 +230,23 @@ def released_row(model: str, name: str, workdir: str | Path) -> dict:
     process per row would cost more start-up than many rows' export."""
     from zoo.lab.isolate import cached_call, run_in_process
 
-    sources = sorted(ROOT.rglob("*.py")) + [released_configs(model)[name]]
+    released = json.loads(released_configs(model)[name].read_text())
+    # sizes that scale down alike (a base model and its instruct tune) are one tiny model
+    tiny = json.dumps(scale_down(released), sort_keys=True)
     outcome = cached_call(
         lambda: run_in_process(check_released, model, name, str(workdir)),
-        ["released", *sources, model, name],
+        ["released", *sorted(ROOT.rglob("*.py")), model, tiny],
     )
     if not outcome.ok:
         return {"model": model, "released config": name, "outcome": outcome.summary()}
-    return outcome.result
+    return {**outcome.result, "released config": name, "layers (tiny)": tiny_layers(released)}
+
+
+def tiny_layers(released: dict) -> str:
+    """The released config's layers and its tiny copy's, as "48 (4)"."""
+    tiny = scale_down(released)
+    layers = [c.get("text_config", c)["num_hidden_layers"] for c in (released, tiny)]
+    return f"{layers[0]} ({layers[1]})"
 
 
 def runtime_logits(asset: str, ids: list[int]) -> list[list[float]]:
@@ -261,12 +270,7 @@ def check_released(model: str, name: str, workdir: str | Path) -> dict:
 
     released = json.loads(released_configs(model)[name].read_text())
     tiny = scale_down(released)
-    layers = [c.get("text_config", c)["num_hidden_layers"] for c in (released, tiny)]
-    row = {
-        "model": model,
-        "released config": name,
-        "layers (tiny)": f"{layers[0]} ({layers[1]})",
-    }
+    row = {"model": model, "released config": name, "layers (tiny)": tiny_layers(released)}
     load = get_entry(model).load
     workdir = Path(workdir)
     checkpoint = write_checkpoint(tiny, workdir / name)

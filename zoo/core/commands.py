@@ -120,9 +120,9 @@ class Interruption:
     raised while the runtime computes aborts the process from native code (exit 134, "C++
     exception handling detected"), so `check` raises KeyboardInterrupt (exit 130) once the
     call has returned. SIGINT is also blocked in the main thread, so the threads the
-    runtime starts afterwards inherit the block and none is interrupted inside native code
-    (a CI run saw `generate` die of SIGABRT, silent, once in ten Ctrl-Cs under load); the
-    signal waits, pending, until `check` takes it."""
+    runtime starts afterwards inherit the block (as numpy's do, `zoo.core.sigint`): the
+    runtime's own SIGINT handler, installed while it loads, never runs (it aborted the
+    process, SIGABRT); the signal waits, pending, until `check` takes it."""
 
     def __enter__(self) -> Interruption:
         import signal
