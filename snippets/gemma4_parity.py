@@ -22,7 +22,9 @@ def parity(variant: str, strategy: str, workdir: Path) -> dict:
 # --8<-- [end:parity]
 
 # --8<-- [start:one]
-row = parity("softcap", "input-mask-blend", Path(tempfile.mkdtemp()))
+# the tiny checkpoint and asset go with the temporary directory
+with tempfile.TemporaryDirectory() as workdir:
+    row = parity("softcap", "input-mask-blend", Path(workdir))
 print(row)
 assert row["greedy tokens on the runtime"] == "8/8 identical"
 assert row["logits max abs error (torch)"] < 1e-4
@@ -33,12 +35,13 @@ import sys
 if __name__ == "__main__" and "--record" in sys.argv:
     from zoo.site.records import write_record
 
-    workdir = Path(tempfile.mkdtemp())
     done = {("softcap", "input-mask-blend"): row}  # the section above's
-    rows = [
-        done.get((variant, strategy)) or parity(variant, strategy, workdir)
-        for variant in ("kv-sharing", "softcap")
-        for strategy in ("runtime-index", "input-mask-blend")
-    ]
+    with tempfile.TemporaryDirectory() as scratch:
+        rows = [
+            done.get((variant, strategy))
+            or parity(variant, strategy, Path(scratch))
+            for variant in ("kv-sharing", "softcap")
+            for strategy in ("runtime-index", "input-mask-blend")
+        ]
     directory = sys.argv[sys.argv.index("--record") + 1]
     print(f"wrote {write_record(directory, 'gemma4-parity', {'rows': rows})}")

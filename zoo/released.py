@@ -232,19 +232,19 @@ def released_row(model: str, name: str, workdir: str | Path) -> dict:
 
     released = json.loads(released_configs(model)[name].read_text())
     # sizes that scale down alike (a base model and its instruct tune) are one tiny model
-    tiny = json.dumps(scale_down(released), sort_keys=True)
+    tiny = scale_down(released)
     outcome = cached_call(
         lambda: run_in_process(check_released, model, name, str(workdir)),
-        ["released", *sorted(ROOT.rglob("*.py")), model, tiny],
+        ["released", *sorted(ROOT.rglob("*.py")), model, json.dumps(tiny, sort_keys=True)],
     )
     if not outcome.ok:
         return {"model": model, "released config": name, "outcome": outcome.summary()}
-    return {**outcome.result, "released config": name, "layers (tiny)": tiny_layers(released)}
+    layers = tiny_layers(released, tiny)
+    return {**outcome.result, "released config": name, "layers (tiny)": layers}
 
 
-def tiny_layers(released: dict) -> str:
+def tiny_layers(released: dict, tiny: dict) -> str:
     """The released config's layers and its tiny copy's, as "48 (4)"."""
-    tiny = scale_down(released)
     layers = [c.get("text_config", c)["num_hidden_layers"] for c in (released, tiny)]
     return f"{layers[0]} ({layers[1]})"
 
@@ -270,7 +270,7 @@ def check_released(model: str, name: str, workdir: str | Path) -> dict:
 
     released = json.loads(released_configs(model)[name].read_text())
     tiny = scale_down(released)
-    row = {"model": model, "released config": name, "layers (tiny)": tiny_layers(released)}
+    row = {"model": model, "released config": name, "layers (tiny)": tiny_layers(released, tiny)}
     load = get_entry(model).load
     workdir = Path(workdir)
     checkpoint = write_checkpoint(tiny, workdir / name)

@@ -341,7 +341,8 @@ def _under(name: str, unit: str) -> bool:
 
 
 # every spelling `get_preset` takes beside `PRESETS`, as the CLI and the index page list them
-OTHER_SPELLINGS = (*VARIANTS, *(f"{kind}:UNITS" for kind in MIXED_KINDS), "gptq:int4-block32|64")
+_GPTQ = "gptq:" + "|".join(CALIBRATED_BASES).replace("|int4-block", "|")  # int4-block32|64
+OTHER_SPELLINGS = (*VARIANTS, *(f"{kind}:UNITS" for kind in MIXED_KINDS), _GPTQ)
 
 
 MIXED_HELP = (
