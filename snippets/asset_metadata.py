@@ -33,7 +33,8 @@ metadata = AIModelAssetMetadata()
 metadata.author, metadata.license = "the zoo", "Apache-2.0"
 metadata.model_description = "doubles x"
 metadata.set_custom("zoo", {"stop_token_ids": [1, 106], "zero": 0})
-path = Path(tempfile.mkdtemp()) / "scale.aimodel"
+scratch = tempfile.TemporaryDirectory()  # removed, with the assets, at exit
+path = Path(scratch.name) / "scale.aimodel"
 converter.to_coreai().save_asset(path, metadata=metadata)
 
 stored = json.loads((path / "metadata.json").read_text())
