@@ -44,7 +44,8 @@ def convert(module, example_inputs, input_names, output_names, state_names=()):
     return converter.to_coreai()
 
 
-workdir = Path(tempfile.mkdtemp(prefix="gotchas-"))
+scratch = tempfile.TemporaryDirectory(prefix="gotchas-")  # removed at exit
+workdir = Path(scratch.name)
 # --8<-- [end:setup]
 
 # --8<-- [start:save_asset_replaces]
