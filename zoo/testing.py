@@ -14,6 +14,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from zoo.core.export_cache import CACHE_ENV as EXPORT_CACHE_ENV
 from zoo.core.provenance import describe, provenance
 from zoo.core.runtime import COMPUTE_UNIT_ENV, COMPUTE_UNITS, default_compute_unit
 from zoo.reference import make_tiny_checkpoint, reference_model
@@ -244,6 +245,11 @@ def pytest_configure(config) -> None:
         config._zoo_cache_owner = True
     # recipes run once per session, shared by pages, the build and tests/test_snippets.py
     os.environ.setdefault("ZOO_RECIPE_RUNS", os.path.join(os.environ[CACHE_ENV], "recipes"))
+    # identical exports too, wherever they run (zoo.core.export_cache)
+    exports = os.environ.setdefault(
+        EXPORT_CACHE_ENV, os.path.join(os.environ[CACHE_ENV], "exports")
+    )
+    os.makedirs(exports, exist_ok=True)
 
 
 def pytest_unconfigure(config) -> None:

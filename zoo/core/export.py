@@ -22,6 +22,7 @@ from typing import Any
 import torch
 
 from zoo.core.asset import METADATA_KEY, sealed
+from zoo.core.export_cache import export_key, shared_export
 from zoo.core.provenance import provenance
 from zoo.core.staging import replacing_directory
 
@@ -114,7 +115,24 @@ def export_entry_points(
         raise ValueError(f"entry point names must be unique and non-empty, got {names}")
     _check_names(entry_points)
     _check_free_space(path, entry_points)
+    key = export_key(entry_points, extra_metadata, extra_files)  # None outside a test session
+    with shared_export(key, path) as shared:
+        if shared.stored is not None:  # an identical export of this session: its asset
+            with replacing_directory(path, overwrite) as fresh:
+                shutil.copytree(shared.stored, fresh)
+            return path
+        _convert_and_save(entry_points, path, overwrite, extra_metadata, extra_files)
+        shared.keep(path)
+    return path
 
+
+def _convert_and_save(
+    entry_points: Sequence[EntryPoint],
+    path: Path,
+    overwrite: bool,
+    extra_metadata: Mapping[str, Any] | None,
+    extra_files: Mapping[str, Callable[[Path], Any]] | None,
+) -> None:
     started = time.perf_counter()
     converter = TorchConverter(mode=TorchConverter.Mode.RELEASE)
     for entry in entry_points:
@@ -152,7 +170,6 @@ def export_entry_points(
     }
     _save_atomically(program, path, metadata, overwrite, extra_files or {})
     log.info("saved %s in %.1f s", path, time.perf_counter() - started)
-    return path
 
 
 def program_text(path: str | os.PathLike) -> dict[str, str]:
