@@ -19,7 +19,8 @@ from zoo import Generator
 from zoo.qwen3_5 import export_qwen3_5, load_qwen3_5
 from zoo.reference import make_tiny_checkpoint
 
-workdir = Path(tempfile.mkdtemp())
+scratch = tempfile.TemporaryDirectory()  # removed, with the assets, at exit
+workdir = Path(scratch.name)
 checkpoint = make_tiny_checkpoint("qwen3_5", workdir / "tiny-qwen3_5")
 sizes = {}
 for preset in ("fp32", "int4-block32"):

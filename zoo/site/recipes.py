@@ -24,13 +24,16 @@ import re
 import shutil
 import subprocess
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 RUNS_ENV = "ZOO_RECIPE_RUNS"
 MARKER = re.compile(r"#\s*--8<--\s*\[(?P<kind>start|end):(?P<name>[\w-]+)\]")
 TIMEOUT = 900  # seconds per recipe
+# directories tools keep in $TMPDIR across runs (torch.export's inductor cache): not a
+# recipe's leftovers
+TOOL_CACHES = ("torchinductor_",)
 
 
 class RecipeError(RuntimeError):
@@ -64,6 +67,7 @@ class RecipeRun:
     stderr_tail: str
     failed_line: int | None = None  # the recipe's line that raised, if it raised
     traceback: str = ""
+    left_in_tmp: list[str] = field(default_factory=list)  # files it left in its $TMPDIR
 
     @property
     def cwd(self) -> Path:
@@ -150,6 +154,7 @@ def run_recipe(recipe: str, base: Path = ROOT, timeout: float = TIMEOUT) -> Reci
         seconds=report.get("seconds") or 0.0,
         error=report.get("error"),
         stderr_tail=report.get("stderr_tail", ""),
+        left_in_tmp=report.get("left_in_tmp", []),
     )
 
 
@@ -179,6 +184,10 @@ def _run(recipe: str, path: Path, directory: Path, timeout: float) -> None:
     elif code != 0 and report.get("error") is None:
         report.update(ok=False, error=f"the recipe's process died (exit {code})")
     report["stderr_tail"] = stderr[-4000:]
+    # what the recipe left in its $TMPDIR (a reader's /tmp), but torch's own caches
+    report["left_in_tmp"] = sorted(
+        p.name for p in (directory / "tmp").iterdir() if not p.name.startswith(TOOL_CACHES)
+    )
     staged.unlink(missing_ok=True)
     (directory / "run.json").write_text(json.dumps(report))
 
