@@ -245,11 +245,9 @@ def pytest_configure(config) -> None:
         config._zoo_cache_owner = True
     # recipes run once per session, shared by pages, the build and tests/test_snippets.py
     os.environ.setdefault("ZOO_RECIPE_RUNS", os.path.join(os.environ[CACHE_ENV], "recipes"))
-    # identical exports too, wherever they run (zoo.core.export_cache)
-    exports = os.environ.setdefault(
-        EXPORT_CACHE_ENV, os.path.join(os.environ[CACHE_ENV], "exports")
-    )
-    os.makedirs(exports, exist_ok=True)
+    # identical exports too, wherever they run (zoo.core.export_cache); set empty: off
+    if os.environ.setdefault(EXPORT_CACHE_ENV, os.path.join(os.environ[CACHE_ENV], "exports")):
+        os.makedirs(os.environ[EXPORT_CACHE_ENV], exist_ok=True)
 
 
 def pytest_unconfigure(config) -> None:
