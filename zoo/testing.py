@@ -255,6 +255,14 @@ def pytest_unconfigure(config) -> None:
         shutil.rmtree(os.environ.pop(CACHE_ENV), ignore_errors=True)
 
 
+def pytest_terminal_summary(terminalreporter) -> None:
+    from zoo.core.export_cache import summary
+
+    line = os.environ.get(EXPORT_CACHE_ENV) and summary(os.environ[EXPORT_CACHE_ENV])
+    if line:
+        terminalreporter.write_line(f"zoo: {line}")
+
+
 def pytest_report_header(config) -> list[str]:
     info = provenance(default_compute_unit())
     return [f"zoo: {describe(info)}", f"zoo: os {info['os']}, processor {info['processor']}"]

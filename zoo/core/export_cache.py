@@ -56,10 +56,25 @@ def _file_digest(path: str) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
+@functools.cache
 def _class_identity(cls: type) -> str:
-    module = sys.modules.get(cls.__module__)
-    source = getattr(module, "__file__", None)
-    return f"{cls.__module__}.{cls.__qualname__}@{_file_digest(source) if source else ''}"
+    """A class as its name, the file it is written in and the code of its methods, down
+    its bases: a class a page or a notebook defines has no file of its own."""
+    digest = hashlib.sha256()
+    for klass in cls.__mro__:
+        source = getattr(sys.modules.get(klass.__module__), "__file__", None)
+        digest.update(f"{klass.__module__}.{klass.__qualname__}".encode())
+        digest.update(_file_digest(source).encode() if source else b"")
+        for name, member in vars(klass).items():
+            if isinstance(member, staticmethod | classmethod):
+                member = member.__func__
+            functions = [member.fget, member.fset] if isinstance(member, property) else [member]
+            for function in functions:
+                if isinstance(function, types.FunctionType):
+                    _code(function.__code__, lambda text: digest.update(text.encode()))
+            if isinstance(member, bool | int | float | str | type(None)):
+                digest.update(f"{name}={member!r}".encode())
+    return f"{cls.__module__}.{cls.__qualname__}@{digest.hexdigest()}"
 
 
 def _code(code: types.CodeType, out: Callable[[str], None]) -> None:
@@ -227,3 +242,20 @@ def _log(line: dict) -> None:
     line["where"] = os.environ.get("PYTEST_CURRENT_TEST") or " ".join(sys.argv[:3])
     with open(Path(os.environ[CACHE_ENV]) / LOG_NAME, "a") as log:
         log.write(json.dumps(line) + "\n")
+
+
+def summary(directory: str | os.PathLike) -> str | None:
+    """One line on what the store saved: exports converted, copied, seconds not spent."""
+    log = Path(directory) / LOG_NAME
+    if not log.exists():
+        return None
+    lines = [json.loads(line) for line in log.read_text().splitlines()]
+    converted = {line["key"]: line["seconds"] for line in lines if line.get("hit") is False}
+    copied = [line["key"] for line in lines if line.get("hit")]
+    unkeyed = sum("uncacheable" in line for line in lines)
+    saved = sum(converted.get(key, 0.0) for key in copied)
+    return (
+        f"{len(converted) + len(copied) + unkeyed} exports: {len(converted)} converted, "
+        f"{len(copied)} copied from an identical one ({saved:.0f} s of converting saved), "
+        f"{unkeyed} not keyed (exported as usual)"
+    )

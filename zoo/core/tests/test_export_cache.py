@@ -12,7 +12,7 @@ import torch
 from torch import nn
 
 from zoo.core.export import EntryPoint, export
-from zoo.core.export_cache import CACHE_ENV, LOG_NAME, export_key
+from zoo.core.export_cache import CACHE_ENV, LOG_NAME, export_key, summary
 from zoo.core.runtime import Model
 
 
@@ -76,6 +76,20 @@ def test_the_key_tells_apart_what_changes_the_asset(cache):
     assert key_of(Scaled(lambda x: x * factor)) != closure  # a value a closure holds
 
 
+def test_classes_without_a_file_are_told_apart_by_their_code(cache):
+    """A page's or a notebook's blocks define classes no file holds: the same name, another
+    forward, another key."""
+
+    def defined(body: str) -> nn.Module:
+        namespace = {"nn": nn, "__name__": "__main__"}
+        source = f"class Block(nn.Module):\n    def forward(self, x):\n        return {body}\n"
+        exec(source, namespace)
+        return namespace["Block"]()
+
+    assert key_of(defined("x * 2")) == key_of(defined("x * 2"))
+    assert key_of(defined("x * 2")) != key_of(defined("x * 3"))
+
+
 def test_no_key_outside_a_test_session_or_for_what_cannot_be_read_as_data(cache, monkeypatch):
     with tempfile.TemporaryDirectory() as held:
         module = Norm()
@@ -100,6 +114,7 @@ def test_an_identical_export_is_copied_and_computes_the_same(cache, tmp_path):
         ("second.aimodel", True),
         ("other.aimodel", False),
     ]
+    assert summary(cache).startswith("3 exports: 2 converted, 1 copied from an identical one")
     x = np.array([[1.0, -2.0, 3.0, 0.5]], np.float32)
     want = Norm()(torch.from_numpy(x)).detach().numpy()
 
