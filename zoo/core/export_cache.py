@@ -58,13 +58,17 @@ def _file_digest(path: str) -> str:
 
 @functools.cache
 def _class_identity(cls: type) -> str:
-    """A class as its name, the file it is written in and the code of its methods, down
-    its bases: a class a page or a notebook defines has no file of its own."""
+    """A class as its name and the file it is written in, down its bases; a class no file
+    holds (a page's or a notebook's, one a script defines) by the code of its methods.
+    Only those: other libraries patch classes of files at import (the same class read in
+    two processes would differ by what each imported)."""
     digest = hashlib.sha256()
     for klass in cls.__mro__:
         source = getattr(sys.modules.get(klass.__module__), "__file__", None)
         digest.update(f"{klass.__module__}.{klass.__qualname__}".encode())
         digest.update(_file_digest(source).encode() if source else b"")
+        if source and klass.__module__ != "__main__":
+            continue
         for name, member in vars(klass).items():
             if isinstance(member, staticmethod | classmethod):
                 member = member.__func__

@@ -12,7 +12,7 @@ import torch
 from torch import nn
 
 from zoo.core.export import EntryPoint, export
-from zoo.core.export_cache import CACHE_ENV, LOG_NAME, export_key, summary
+from zoo.core.export_cache import CACHE_ENV, LOG_NAME, _class_identity, export_key, summary
 from zoo.core.runtime import Model
 
 
@@ -88,6 +88,15 @@ def test_classes_without_a_file_are_told_apart_by_their_code(cache):
 
     assert key_of(defined("x * 2")) == key_of(defined("x * 2"))
     assert key_of(defined("x * 2")) != key_of(defined("x * 3"))
+
+
+def test_a_class_of_a_file_is_keyed_alike_whatever_patched_it(monkeypatch):
+    """Libraries patch torch's classes at import (two processes differ by what each
+    imported): a class a file holds is its file, not its methods as patched."""
+    identity = _class_identity.__wrapped__  # uncached: read again after the patch
+    before = identity(nn.Linear)
+    monkeypatch.setattr(nn.Module, "patched_by_a_library", lambda self: None, raising=False)
+    assert identity(nn.Linear) == before
 
 
 def test_no_key_outside_a_test_session_or_for_what_cannot_be_read_as_data(cache, monkeypatch):
