@@ -60,8 +60,9 @@ def _file_digest(path: str) -> str:
 def _class_identity(cls: type) -> str:
     """A class as its name and the file it is written in, down its bases; a class no file
     holds (a page's or a notebook's, one a script defines) by the code of its methods.
-    Only those: other libraries patch classes of files at import (the same class read in
-    two processes would differ by what each imported)."""
+    Only those: libraries patch classes of files as they run (transformers adds
+    `nn.Module.smart_apply` when it builds a model), so the same class read in two
+    processes would differ by what each had run."""
     digest = hashlib.sha256()
     for klass in cls.__mro__:
         source = getattr(sys.modules.get(klass.__module__), "__file__", None)

@@ -91,8 +91,9 @@ def test_classes_without_a_file_are_told_apart_by_their_code(cache):
 
 
 def test_a_class_of_a_file_is_keyed_alike_whatever_patched_it(monkeypatch):
-    """Libraries patch torch's classes at import (two processes differ by what each
-    imported): a class a file holds is its file, not its methods as patched."""
+    """Libraries patch torch's classes as they run (transformers adds
+    `nn.Module.smart_apply` when it builds a model): a class a file holds is its file,
+    not its methods as patched."""
     identity = _class_identity.__wrapped__  # uncached: read again after the patch
     before = identity(nn.Linear)
     monkeypatch.setattr(nn.Module, "patched_by_a_library", lambda self: None, raising=False)
