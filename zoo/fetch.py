@@ -17,8 +17,6 @@ The cache is `$ZOO_CACHE` (default `~/.cache/coreai-zoo`), under `weights/NAME/`
 from __future__ import annotations
 
 import argparse
-import contextlib
-import fcntl
 import hashlib
 import json
 import os
@@ -28,9 +26,11 @@ import sys
 import tempfile
 import time
 import zipfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+
+from zoo.core.staging import locked
 
 CACHE_ENV = "ZOO_CACHE"
 
@@ -162,7 +162,7 @@ def _fetch_once(
     root = Path(root) if root is not None else cache_root()
     directory = root / kind / item.name
     root.mkdir(parents=True, exist_ok=True)
-    with _locked(root / f".{kind}-{item.name}.lock"):
+    with locked(root / f".{kind}-{item.name}.lock"):
         if not _fetched(directory, item):
             with tempfile.TemporaryDirectory(prefix=f".{item.name}-", dir=root) as work:
                 with replacing_directory(directory, overwrite=True) as fresh:
@@ -198,16 +198,6 @@ def _fetched(directory: Path, model) -> bool:
     return record.get("sha256") == model.sha256 and all(
         (directory / Path(name).name).is_file() for name in kept
     )
-
-
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    with open(path, "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def _download_gguf(model: RealModel, work: Path, progress: Callable) -> Path:

@@ -11,7 +11,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from zoo.fetch import _locked, cache_root, fetch, get_real_model, say
+from zoo.core.staging import locked
+from zoo.fetch import cache_root, fetch, get_real_model, say
 
 
 def code_key() -> str:
@@ -69,7 +70,7 @@ def exported(
     stem += f"-first{first_layers}" if first_layers else ""
     path = assets / f"{stem}-{code_key()}.aimodel"
     assets.mkdir(parents=True, exist_ok=True)
-    with _locked(assets / f".{stem}.lock"):
+    with locked(assets / f".{stem}.lock"):
         if not (path / "metadata.json").is_file():
             started = time.perf_counter()
             progress(f"exporting {model.title} ({compress}, capacity {capacity}) once ...")

@@ -15,6 +15,7 @@ import tempfile
 from pathlib import Path
 
 from zoo.core.export_cache import CACHE_ENV as EXPORT_CACHE_ENV
+from zoo.core.export_cache import summary as export_summary
 from zoo.core.provenance import describe, provenance
 from zoo.core.runtime import COMPUTE_UNIT_ENV, COMPUTE_UNITS, default_compute_unit
 from zoo.reference import make_tiny_checkpoint, reference_model
@@ -256,9 +257,7 @@ def pytest_unconfigure(config) -> None:
 
 
 def pytest_terminal_summary(terminalreporter) -> None:
-    from zoo.core.export_cache import summary
-
-    line = os.environ.get(EXPORT_CACHE_ENV) and summary(os.environ[EXPORT_CACHE_ENV])
+    line = os.environ.get(EXPORT_CACHE_ENV) and export_summary(os.environ[EXPORT_CACHE_ENV])
     if line:
         terminalreporter.write_line(f"zoo: {line}")
 

@@ -22,7 +22,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import enum
-import fcntl
 import functools
 import hashlib
 import json
@@ -37,6 +36,8 @@ from typing import Any
 
 import numpy as np
 import torch
+
+from zoo.core.staging import locked
 
 CACHE_ENV = "ZOO_EXPORT_CACHE"
 # one line per cached export (key, hit or stored, seconds): how much the cache saved
@@ -230,8 +231,7 @@ def shared_export(key: str | None, path: Path) -> Iterator[SharedExport]:
         yield SharedExport(None)
         return
     started = time.perf_counter()
-    with open(Path(directory) / f"{key}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with locked(Path(directory) / f"{key}.lock"):
         shared = SharedExport(Path(directory) / f"{key}.aimodel")
         yield shared
     line = {

@@ -7,6 +7,7 @@ asset is replaced only when asked.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import shutil
 import signal
@@ -128,3 +129,17 @@ def replacing_directory(path: Path, overwrite: bool) -> Iterator[Path]:
             for directory in created:
                 with contextlib.suppress(OSError):
                     directory.rmdir()
+
+
+@contextlib.contextmanager
+def locked(path: str | os.PathLike) -> Iterator[None]:
+    """Hold the lock file `path` (made with its folder if missing): one process at a time
+    does what the block does; the others wait here."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)

@@ -23,7 +23,6 @@ under `if __name__ == "__main__":`).
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import importlib
 import importlib.util
@@ -42,6 +41,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from zoo.core.staging import locked
 
 OK, WRONG_NUMBERS, FAILED_TO_EXPORT, ERROR, CRASHED, TIMED_OUT = (
     "ok",
@@ -173,12 +174,8 @@ def device_lock(compute_unit: str | None):
         yield
         return
     path = Path(tempfile.gettempdir()) / f"zoo-{compute_unit}.lock"
-    with open(path, "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # blocks until the other run is done
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
+    with locked(path):  # blocks until the other run is done
+        yield
 
 
 def _run(command, timeout, env, cwd=None) -> Outcome:
@@ -348,8 +345,7 @@ def cached_call(run: Callable[[], Outcome], key_parts: Sequence[Any]) -> Outcome
         digest.update(data + b"\0")
     path = Path(directory) / f"{digest.hexdigest()}.json"
     # one caller computes, a concurrent one (another xdist worker, a recipe) waits for it
-    with open(path.with_suffix(".lock"), "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with locked(path.with_suffix(".lock")):
         if path.exists():
             return Outcome(**json.loads(path.read_text()))
         outcome = run()

@@ -15,8 +15,6 @@ checkout: a build with no code changed reuses them.
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import hashlib
 import json
 import os
@@ -26,6 +24,8 @@ import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from zoo.core.staging import locked
 
 ROOT = Path(__file__).resolve().parents[2]
 RUNS_ENV = "ZOO_RECIPE_RUNS"
@@ -113,14 +113,6 @@ def code_key(*extra: str) -> str:
     return digest.hexdigest()[:16]
 
 
-@contextlib.contextmanager
-def _locked(path: Path):
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)  # another worker may be running it: wait
-        yield
-
-
 def recipe_arguments(path: Path, records: Path) -> list[str]:
     """`--record DIR` for a recipe that writes records (`zoo.site.records.GENERATORS`)."""
     from zoo.site.records import GENERATORS
@@ -139,7 +131,7 @@ def run_recipe(recipe: str, base: Path = ROOT, timeout: float = TIMEOUT) -> Reci
         raise FileNotFoundError(f"no recipe {recipe} in {base}")
     key = code_key(str(path), path.read_text())
     directory = runs_directory() / f"{path.stem}-{key}"
-    with _locked(directory.with_suffix(".lock")):
+    with locked(directory.with_suffix(".lock")):
         result = directory / "run.json"
         if not result.exists():
             _run(recipe, path, directory, timeout)
@@ -203,7 +195,7 @@ def run_commands(recipe: str, script: str, base: Path = ROOT, timeout: float = T
     script = script.strip() + "\n"
     key = hashlib.sha256(script.encode()).hexdigest()[:12]
     result = run.directory / f"commands-{key}.json"
-    with _locked(run.directory / "commands.lock"):
+    with locked(run.directory / "commands.lock"):
         if not result.exists():
             scratch = run.directory / f"commands-{key}"
             shutil.rmtree(scratch, ignore_errors=True)
