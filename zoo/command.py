@@ -78,8 +78,35 @@ def hub_snapshot(repo_id: str) -> Path:
             f"{repo_id} is neither a folder here nor in the local Hugging Face cache: "
             f"download it first (hf download {repo_id}), then export again"
         ) from None
-    say(f"{repo_id}: the local hub cache's snapshot {Path(folder).name[:12]}")
-    return Path(folder)
+    snapshot = confined_snapshot(repo_id, Path(folder))
+    say(f"{repo_id}: the local hub cache's snapshot {snapshot.name[:12]}")
+    return snapshot
+
+
+def confined_snapshot(repo_id: str, folder: Path) -> Path:
+    """The snapshot `refs/main` named, refused unless it is one of this repository's own
+    snapshots and every file in it is there (links into the repository's `blobs/`, the
+    cache's own layout, are; a link that leaves them, or a blob that is gone, is named)."""
+    from huggingface_hub.constants import HF_HUB_CACHE
+    from huggingface_hub.file_download import repo_folder_name
+
+    from zoo.core.files import confined
+
+    repo = Path(HF_HUB_CACHE) / repo_folder_name(repo_id=repo_id, repo_type="model")
+    snapshot = folder.resolve()
+    if snapshot.parent != (repo / "snapshots").resolve():
+        raise ValueError(
+            f"{repo_id}: the hub cache's revision file ({repo / 'refs'}) leads to {snapshot}, "
+            f"outside {repo / 'snapshots'}: fix it or download again (hf download {repo_id})"
+        )
+    for path in sorted(snapshot.rglob("*")):
+        confined(snapshot, path, f"{repo_id}: the snapshot's file")
+        if path.is_symlink() and not path.exists():
+            raise FileNotFoundError(
+                f"{repo_id}: the snapshot's {path.relative_to(snapshot)} links to a blob that "
+                f"is not in the cache: download it again (hf download {repo_id})"
+            )
+    return snapshot
 
 
 def list_entries() -> int:

@@ -28,6 +28,7 @@ def _remove_stale_staging(path: Path) -> None:
             pid = int(stale.name[len(path.name) + 2 :].split(".")[0])
             os.kill(pid, 0)  # still running: not stale
         except ProcessLookupError:
+            _put_back(stale, path)
             shutil.rmtree(stale, ignore_errors=True)
         except (ValueError, PermissionError):
             continue
@@ -55,21 +56,34 @@ def _interrupts_raise():
 # a file size limit) ends the process with exit(1), past every `finally`, and a runtime
 # crash kills it. So a small watcher process holds the other end of a pipe while a staging
 # directory is built: if the pipe closes without "done", it removes the directory.
-_WATCHER = """
-import os, shutil, sys
-staging, path, *created = sys.argv[1:]
-if sys.stdin.read() != "done":
+def _watch(staging: str, path: str, *created: str) -> None:
+    """The watcher's whole work (this file run as a script: stdlib only, no zoo import)."""
+    if sys.stdin.read() == "done":
+        return
+    put_back = _put_back(staging, path)
     shutil.rmtree(staging, ignore_errors=True)
     for directory in created:  # the folders made for it, if nothing else went in them
-        try:
+        with contextlib.suppress(OSError):
             os.rmdir(directory)
-        except OSError:
-            pass
-    print(f"error: the process writing {path} ended before it finished (killed, out of "
-          "memory, or a write that failed: the lines above say which, if any); the partial "
-          "asset and the folders made for it were removed, nothing else changed",
-          file=sys.stderr)
-"""
+    print(
+        f"error: the process writing {path} ended before it finished (killed, out of "
+        "memory, or a write that failed: the lines above say which, if any); the partial "
+        "asset and the folders made for it were removed" + put_back,
+        file=sys.stderr,
+    )
+
+
+def _put_back(staging: str | os.PathLike, path: str | os.PathLike) -> str:
+    """An overwrite moves the old asset to `staging/previous` and the new one into place: a
+    process killed between the two renames left `path` missing, so the old asset goes back
+    (never removed with the staging directory). What happened, for the watcher's line."""
+    previous, path = Path(staging) / "previous", Path(path)
+    if not previous.is_dir():
+        return ", nothing else changed"
+    if path.exists():  # both renames were done: the new asset is complete and in place
+        return f"; the new asset had already replaced {path.name}"
+    os.rename(previous, path)
+    return f"; the earlier {path.name} was put back as it was"
 
 
 @contextlib.contextmanager
@@ -78,7 +92,7 @@ def _removed_if_the_process_dies(
 ) -> Iterator[None]:
 
     watcher = subprocess.Popen(
-        [sys.executable, "-c", _WATCHER, str(staging), str(path), *map(str, created)],
+        [sys.executable, "-I", __file__, str(staging), str(path), *map(str, created)],
         stdin=subprocess.PIPE,
         text=True,
         start_new_session=True,  # a Ctrl-C to the process group is ours to handle
@@ -143,3 +157,7 @@ def locked(path: str | os.PathLike) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+if __name__ == "__main__":  # the watcher process of `_removed_if_the_process_dies`
+    _watch(*sys.argv[1:])

@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -143,3 +145,37 @@ def test_read_metadata_of_a_foreign_asset(tmp_path):
     converter.to_coreai().save_asset(path)
     with pytest.raises(ValueError, match="not exported by the zoo"):
         read_metadata(path)
+
+
+# A child that overwrites an asset and is SIGKILLed right after the old asset is moved
+# aside (fault injection at the one moment an overwrite holds no asset at the destination).
+KILLED_BETWEEN_RENAMES = """
+import os, signal, sys
+import torch
+from zoo.core.tests.test_export import export_scale
+
+rename = os.rename
+def rename_then_die(source, destination):
+    rename(source, destination)
+    if os.path.basename(destination) == sys.argv[2]:
+        os.kill(os.getpid(), signal.SIGKILL)
+os.rename = rename_then_die
+export_scale(sys.argv[1], 3.0, overwrite=True)
+"""
+
+
+@pytest.mark.parametrize("moment", ["previous", "s.aimodel"])
+def test_an_overwrite_killed_between_its_renames_loses_nothing(tmp_path, moment):
+    """Killed after the old asset went aside ('previous'): it is put back as it was; after
+    the new one went into place: the new one stays. Neither is ever left missing."""
+    path = export_scale(tmp_path / "s.aimodel", 2.0)
+    before = (path / "main.hash").read_bytes()
+    child = [sys.executable, "-c", KILLED_BETWEEN_RENAMES, str(path), moment]
+    done = subprocess.run(child, capture_output=True, text=True, timeout=300)
+    assert done.returncode == -9, done.stderr
+    # the watcher shares the child's stderr: its line is in, so its work is done
+    assert ("put back as it was" if moment == "previous" else "had already replaced") in done.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.aimodel"]
+    after = (path / "main.hash").read_bytes()
+    assert (after == before) if moment == "previous" else (after != before)
+    read_metadata(path)  # a whole asset either way
