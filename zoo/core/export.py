@@ -222,7 +222,9 @@ def not_written_by_the_zoo(path: Path) -> list[str]:
     """What an asset folder holds beside the files its manifest lists (a user's notes)."""
     try:
         zoo = json.loads((path / "metadata.json").read_text())["creatorDefinedMetadata"]
-        listed = set(zoo[METADATA_KEY].get("files") or {})
+        section = zoo[METADATA_KEY]
+        # a streamed asset lists its range-N.aimodel parts beside its files (zoo.core.stream)
+        listed = set(section.get("files") or {}) | set(section.get("parts") or {})
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return []
     if not listed:  # an asset of a zoo before manifests: nothing to compare with

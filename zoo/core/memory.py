@@ -3,16 +3,46 @@ the plan-time half of an export range by range (`zoo.core.stream` writes it)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 from dataclasses import replace
+from pathlib import Path
 
 # A streamed export's ranges, when not given: as many layers as hold this many float32 bytes
 STREAM_RANGE_BYTES = 2_000_000_000
 
 
 def machine_memory() -> int:
-    """This machine's physical memory in bytes (Linux and macOS)."""
-    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    """The memory this process may use, in bytes: the machine's physical memory (Linux and
+    macOS), or less where a container's cgroup limits it (a 24 GB machine running the zoo
+    in a 700 MB container has 700 MB)."""
+    physical = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    return min([physical, *cgroup_limits()])
+
+
+def cgroup_limits(root: Path = Path("/sys/fs/cgroup"), own: Path = Path("/proc/self/cgroup")):
+    """The memory limits of this process's cgroup and those above it (v2 `memory.max`, v1
+    `memory.limit_in_bytes`; "max" and v1's huge 'no limit' are no limit)."""
+    try:
+        lines = own.read_text().splitlines()
+    except OSError:  # not Linux
+        return []
+    candidates = []
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        if controllers == "":  # v2: one hierarchy
+            base, name = root, "memory.max"
+        elif "memory" in controllers.split(","):
+            base, name = root / "memory", "memory.limit_in_bytes"
+        else:
+            continue
+        folder = base / path.lstrip("/")
+        candidates += [d / name for d in (folder, *folder.parents) if base in (d, *d.parents)]
+    limits = []
+    for file in candidates:
+        with contextlib.suppress(OSError, ValueError):
+            limits.append(int(file.read_text().strip()))  # "max" is no limit: ValueError
+    return [n for n in limits if 0 < n < 1 << 60]
 
 
 def streamable(entry) -> str | None:

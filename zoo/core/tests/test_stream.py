@@ -142,3 +142,32 @@ def test_functions_load_when_first_called(assets):
         assert list(dict.keys(generator.functions)) == ["decode"]
         generator.feed(PROMPT * 2)  # whole chunks: prefill now
         assert set(dict.keys(generator.functions)) == {"decode", "prefill"}
+
+
+def test_a_streamed_asset_can_be_replaced_with_overwrite(assets, gpt_oss, tmp_path):
+    """Its range-N.aimodel parts are the zoo's own (listed in its metadata.json), not files
+    of the user's: refused as such on ffe1239. A folder of the user's inside it still is."""
+    copy = shutil.copytree(assets["on"], tmp_path / "on.aimodel")
+    assert plan_export(gpt_oss, copy, overwrite=True, stream="on").overwrite
+    (copy / "notes").mkdir()
+    with pytest.raises(FileExistsError, match="holds notes, which the zoo did not write"):
+        plan_export(gpt_oss, copy, overwrite=True, stream="on")
+
+
+@pytest.mark.parametrize("version", ["v1", "v2"])
+def test_stream_auto_sizes_against_the_container_s_memory_limit(tmp_path, version):
+    """A 700 MB container on a 24 GB machine has 700 MB: `--stream auto` sized against the
+    machine before (the export was killed where streaming would have fit)."""
+    own = tmp_path / "cgroup"
+    if version == "v2":
+        own.write_text("0::/box/job\n")
+        (tmp_path / "box" / "job").mkdir(parents=True)
+        (tmp_path / "box" / "memory.max").write_text("700000000\n")
+        (tmp_path / "box" / "job" / "memory.max").write_text("max\n")
+    else:
+        own.write_text("4:memory:/job\n3:cpuset:/\n")
+        (tmp_path / "memory" / "job").mkdir(parents=True)
+        (tmp_path / "memory" / "job" / "memory.limit_in_bytes").write_text("700000000\n")
+        (tmp_path / "memory" / "memory.limit_in_bytes").write_text("9223372036854771712\n")
+    assert memory_module.cgroup_limits(tmp_path, own) == [700_000_000]
+    assert memory_module.cgroup_limits(tmp_path, tmp_path / "missing") == []
