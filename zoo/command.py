@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import sys
+import tempfile
 from pathlib import Path
 
 from zoo.core.cli import COMMANDS, act, build_parser, command_of, common_options, say
@@ -43,17 +44,34 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "list":
         return act(args, list_entries)
     if args.command == "export":
-        return act(args, lambda: dispatch(args, None, checkpoint_folder(args.checkpoint)))
+        return act(args, lambda: export_from(args))
     return act(args, lambda: dispatch(args))
 
 
-def checkpoint_folder(source: str) -> Path:
-    """The checkpoint folder `zoo export SOURCE` reads: SOURCE itself, the conversion of a
-    .gguf file (once, cached), or a Hugging Face id's snapshot in the local hub cache."""
-    path = Path(source)
-    if path.suffix.lower() == ".gguf" and path.is_file():
-        from zoo.fetch import checkpoint_of_gguf
+def export_from(args) -> int:
+    """`zoo export SOURCE ...`: a dry run of a .gguf file not yet converted converts it into
+    a temporary folder, removed after the plan is printed (nothing written to the cache)."""
+    with tempfile.TemporaryDirectory(prefix="zoo-dry-run-") as scratch:
+        return dispatch(args, None, checkpoint_folder(args.checkpoint, args.dry_run and scratch))
 
+
+def checkpoint_folder(source: str, dry_run_root: str | None = None) -> Path:
+    """The checkpoint folder `zoo export SOURCE` reads: SOURCE itself, the conversion of a
+    .gguf file (once, cached; a dry run's into `dry_run_root` unless cached), or a Hugging
+    Face id's snapshot in the local hub cache."""
+    path = Path(source)
+    if path.suffix.lower() == ".gguf":
+        from zoo.fetch import cached_gguf_checkpoint, checkpoint_of_gguf
+
+        if not path.is_file():
+            what = "is a folder, not a GGUF file" if path.is_dir() else "does not exist"
+            raise FileNotFoundError(f"{source} {what}: name a .gguf file (check the path)")
+        if dry_run_root:
+            cached = cached_gguf_checkpoint(path)
+            if cached is not None:
+                return cached
+            say(f"--dry-run: {path.name} converted into a temporary folder, then removed")
+            return checkpoint_of_gguf(path, root=dry_run_root, progress=say)
         return checkpoint_of_gguf(path, progress=say)
     if path.exists() or not HUB_ID.fullmatch(source):
         return path

@@ -272,7 +272,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("model", help="a real model of zoo.fetch")
     parser.add_argument("--presets", default=",".join(PRESETS))
-    parser.add_argument("--windows", type=int, default=WINDOWS)
+    parser.add_argument(
+        "--windows", type=windows_count, default=WINDOWS, help="per text, at least 2"
+    )
     parser.add_argument("--texts", default=",".join(TEXTS), help="comma-separated (zoo.texts)")
     parser.add_argument("--window", type=int, default=WINDOW)
     parser.add_argument("--check-runtime", metavar="DIR", help="export each preset here")
@@ -285,6 +287,14 @@ def main(argv: list[str] | None = None) -> int:
         "(zoo.quality.sweep, on the calibration text)",
     )
     args = parser.parse_args(argv)
+    record = None
+    if args.record:  # refused now, not after an hour of scoring
+        from zoo.site.records import record_path
+
+        try:
+            record = record_path(args.record, args.name or f"evaluation-{args.model}")
+        except ValueError as error:
+            parser.error(str(error))
     presets = args.presets.split(",")
     plan = None
     if args.sweep:
@@ -305,12 +315,24 @@ def main(argv: list[str] | None = None) -> int:
         results["sweep units"] = plan["units"]
     for row in results["rows"]:
         print(describe(row))
-    if args.record:
+    if record:
         from zoo.site.records import write_record
 
-        name = args.name or f"evaluation-{args.model}"
-        print(f"wrote {write_record(args.record, name, results)}")
+        print(f"wrote {write_record(record.parent, record.stem, results)}")
     return 0
+
+
+def windows_count(text: str) -> int:
+    """--windows: a whole number of at least 2 (one window has no interval to bootstrap)."""
+    try:
+        count = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if count < 2:
+        raise argparse.ArgumentTypeError(
+            f"{count}: the 95 % interval is a bootstrap over windows, it needs at least 2"
+        )
+    return count
 
 
 if __name__ == "__main__":

@@ -266,20 +266,33 @@ def convert_gguf(gguf: Path, directory: Path) -> None:
     tokenizer.save_pretrained(directory)
 
 
+def _gguf_item(gguf: Path):
+    """What names a GGUF file's conversion in the cache: its stem and content hash."""
+    from types import SimpleNamespace
+
+    from zoo.core.asset import file_digest
+
+    if not gguf.is_file():
+        raise FetchError(f"{gguf} is not a file: name a .gguf file")
+    sha256 = file_digest(gguf)
+    return SimpleNamespace(name=f"{gguf.stem}-{sha256[:12]}", sha256=sha256)
+
+
+def cached_gguf_checkpoint(gguf: str | os.PathLike, root: str | os.PathLike | None = None):
+    """The cached conversion of a GGUF file (`checkpoint_of_gguf`), or None if there is none
+    yet: a dry run reads it without converting again."""
+    item = _gguf_item(Path(gguf))
+    directory = (Path(root) if root is not None else cache_root()) / "gguf" / item.name
+    return directory if _fetched(directory, item) else None
+
+
 def checkpoint_of_gguf(
     gguf: str | os.PathLike, root: str | os.PathLike | None = None, progress: Callable = say
 ) -> Path:
     """A checkpoint directory converted from a GGUF file a user has (`zoo export FILE.gguf`),
     once per file content: `root/gguf/STEM-SHA` (root: the zoo's cache)."""
-    from types import SimpleNamespace
-
-    from zoo.core.asset import file_digest
-
     gguf = Path(gguf)
-    if not gguf.is_file():
-        raise FetchError(f"{gguf} is not a file: name a .gguf file")
-    sha256 = file_digest(gguf)
-    item = SimpleNamespace(name=f"{gguf.stem}-{sha256[:12]}", sha256=sha256)
+    item = _gguf_item(gguf)
 
     def build(work: Path, fresh: Path) -> dict:
         started = time.perf_counter()
@@ -288,7 +301,7 @@ def checkpoint_of_gguf(
         alone.symlink_to(gguf.resolve())
         convert_gguf(alone, fresh)
         progress(f"converted in {time.perf_counter() - started:.0f} s")
-        return {"name": item.name, "converted from": gguf.name, "sha256": sha256}
+        return {"name": item.name, "converted from": gguf.name, "sha256": item.sha256}
 
     return _fetch_once(item, "gguf", root, build)
 

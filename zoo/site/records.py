@@ -91,13 +91,33 @@ GENERATORS: dict[str, tuple[str, list[str]]] = {
 }
 
 
+RECORD_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+
+
+def record_path(directory: str | os.PathLike, name: str) -> Path:
+    """`directory/name.json`, checked before the work that fills it: the name a plain file
+    name (`../x` would write outside the folder), the folder made and writable."""
+    if not RECORD_NAME.fullmatch(name) or ".." in name:
+        raise ValueError(
+            f"record name {name!r}: use letters, digits, '-', '_' and '.', no folders "
+            "(the record is written inside --record DIR)"
+        )
+    directory = Path(directory)
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        message = f"--record {directory}: cannot make that folder ({error.strerror})"
+        raise ValueError(message) from None
+    if not os.access(directory, os.W_OK | os.X_OK):
+        raise ValueError(f"--record {directory}: not a writable folder")
+    return directory / f"{name}.json"
+
+
 def write_record(
     directory: str | os.PathLike, name: str, results: dict, compute_unit: str | None = None
 ) -> Path:
     """Write `directory/name.json` with the results and the provenance of this run."""
-    directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
-    path = directory / f"{name}.json"
+    path = record_path(directory, name)
     record = {"name": name, "provenance": provenance(compute_unit), "results": results}
     path.write_text(json.dumps(record, indent=2, sort_keys=False) + "\n")
     return path

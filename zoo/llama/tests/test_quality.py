@@ -148,6 +148,30 @@ def test_a_sweep_of_an_unknown_kind_is_refused_naming_the_kinds(module):
 
 
 @pytest.mark.parametrize(
+    "options,says",
+    [
+        (["--record", "{tmp}/rec", "--name", "../x"], "record name '../x'"),
+        (["--record", "{tmp}/rec", "--name", "a/b"], "no folders"),
+        (["--record", "{tmp}/file/rec"], "cannot make that folder"),
+        (["--windows", "1"], "needs at least 2"),
+        (["--windows", "x"], "not a whole number"),
+    ],
+)
+def test_evaluation_refuses_a_record_outside_its_folder_and_one_window_at_once(
+    tmp_path, options, says
+):
+    """Refused before any scoring (after an hour of it on ffe1239: `--name ../x` wrote
+    outside DIR, and one window gave a zero-width interval)."""
+    (tmp_path / "file").write_text("a file, not a folder")
+    options = [o.replace("{tmp}", str(tmp_path)) for o in options]
+    command = [sys.executable, "-m", "zoo.evaluation", "smollm2-135m-instruct", *options]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and says in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr
+    assert sorted(p.name for p in tmp_path.rglob("*")) in (["file"], ["file", "rec"])
+
+
+@pytest.mark.parametrize(
     "compress,says",
     [
         ("mixed:", "names no module"),

@@ -7,6 +7,7 @@ the end of the model's turn. Fetched and exported once per zoo version (`zoo.fet
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -69,3 +70,27 @@ def test_zoo_export_takes_the_gguf_file_and_the_asset_answers(real, tmp_path):
     ours, fetched = (load_file(d / "model.safetensors") for d in (folder, checkpoint))
     assert ours.keys() == fetched.keys()
     assert all((ours[k] == fetched[k]).all() for k in ours)
+
+
+def test_a_dry_run_of_a_gguf_file_writes_nothing_to_the_cache(real, tmp_path):
+    """Not yet converted: converted into a temporary folder for the plan, then removed (on
+    ffe1239 the conversion went into the cache while the plan said 'nothing written')."""
+    from zoo.fetch import CACHE_ENV, fetched_gguf
+
+    gguf = fetched_gguf(REAL)
+    env = {**os.environ, CACHE_ENV: str(tmp_path / "cache")}
+    export = [sys.executable, "-m", "zoo", "export", str(gguf), str(tmp_path / "x.aimodel")]
+    done = subprocess.run([*export, "--dry-run"], capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr
+    assert "temporary folder, then removed" in done.stderr and "zoo.llama" in done.stdout
+    assert list((tmp_path / "cache").glob("gguf/*")) == []  # nothing converted into it
+    assert not (tmp_path / "x.aimodel").exists()
+
+
+@pytest.mark.parametrize("name", ["missing/model.gguf", "folder.gguf"])
+def test_a_gguf_path_that_is_not_a_file_is_named_not_sent_to_the_hub(tmp_path, name):
+    (tmp_path / "folder.gguf").mkdir()
+    export = [sys.executable, "-m", "zoo", "export", name, "x.aimodel"]
+    done = subprocess.run(export, capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert done.returncode == 2 and "name a .gguf file" in done.stderr, done.stderr
+    assert "hf download" not in done.stderr and "Traceback" not in done.stderr
