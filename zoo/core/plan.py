@@ -320,7 +320,10 @@ def _resolve(
             f"got {chunk!r}"
         )
     if score_chunk is not None and not 1 <= score_chunk <= capacity:
-        raise ValueError(f"the score chunk must hold 1 to {capacity} tokens, got {score_chunk}")
+        raise ValueError(
+            f"--verify {score_chunk} (the widest verify width, score_chunk in Python) must "
+            f"hold 1 to {capacity} tokens, the capacity: choose a width within it"
+        )
     check_verify_widths(verify_widths, score_chunk)
     check_spans(spans, chunk, capacity)
     if kv_cache not in KV_CACHES:

@@ -186,6 +186,11 @@ def generate_by_lookup(
         if room > 0:
             guesses = draft(context, room) if draft else lookup_draft(context, room, longest)
             guesses = list(guesses)[:room]
+            # a draft whose embedding has more rows than the model's (padded otherwise) may
+            # guess an id the model cannot hold: it is a wrong guess, and the rest after it
+            vocab = generator.spec.vocab_size
+            inside = next((i for i, g in enumerate(guesses) if not 0 <= g < vocab), None)
+            guesses = guesses if inside is None else guesses[:inside]
         if not guesses:
             stats["decode calls"] += 1
             token = choose(generator.feed([token]))

@@ -207,3 +207,25 @@ def test_first_layers_exports_an_early_exit_and_refuses_what_it_cannot_cut(asset
     gemma4 = make_tiny_checkpoint("gemma4", tmp_path / "gemma4", variant="kv-sharing")
     with pytest.raises(ValueError, match="--first-layers: .* share states"):
         plan_export(gemma4, tmp_path / "c.aimodel", first_layers=1)
+
+
+def test_a_guess_outside_the_model_s_vocabulary_is_a_wrong_guess(asset):
+    """A draft with more embedding rows than the model (a padded vocabulary) may guess an
+    id the model cannot hold: ffe1239 failed mid-answer ("token id 192 is outside the
+    vocabulary"); now the guess and those after it are refused, the answer plain greedy's."""
+    from zoo.core.generator import Generator
+    from zoo.core.speculative import generate_by_lookup
+
+    with Generator(asset) as generator:
+        vocab = generator.spec.vocab_size
+        prompt = [2, 40, 90, 11, 7]
+        plain = generator.generate(prompt, max_new_tokens=12, stop_token_ids=[])
+        tokens, stats = generate_by_lookup(
+            generator,
+            prompt,
+            12,
+            stop_token_ids=[],
+            draft=lambda context, count: [context[-1], vocab + 64][:count],
+        )
+    assert tokens == plain and stats["verify calls"] > 0
+    assert stats["guesses"] == stats["verify calls"]  # only the guess inside was verified

@@ -132,3 +132,11 @@ def test_a_reader_that_leaves_early_is_no_error():
     done = subprocess.run(["bash", "-o", "pipefail", "-c", command], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr  # zoo's own exit status (pipefail)
     assert "Traceback" not in done.stderr and "BrokenPipe" not in done.stderr, done.stderr
+
+
+def test_a_verify_width_past_the_capacity_names_verify(checkpoints, tmp_path):
+    """ffe1239 named 'the score chunk', which no option of the command line is called."""
+    out = tmp_path / "x.aimodel"
+    done = zoo("export", checkpoints["default"], out, "--capacity", 32, "--verify", 100000)
+    assert done.returncode == 2 and "--verify 100000" in done.stderr, done.stderr
+    assert "within it" in done.stderr and not out.exists()
