@@ -45,22 +45,28 @@ def cgroup_limits(root: Path = Path("/sys/fs/cgroup"), own: Path = Path("/proc/s
     return [n for n in limits if 0 < n < 1 << 60]
 
 
-def streamable(entry) -> str | None:
-    """Why `entry` cannot export range by range, or None if it can."""
-    if entry.sidecar_option or hasattr(entry.model, "read_only_states"):
-        return (
-            f"{entry.title}'s layer ranges share states and lookup tables (KV-shared layers, "
-            "per-layer embeddings): it exports in one piece"
-        )
-    return None
+def streamable(entry, config=None) -> str | None:
+    """Why `entry` (with this `config`) cannot export range by range, or None if it can: a
+    config says what it shares across layers (`shared_across_layers`, Gemma 4's KV-shared
+    layers and per-layer embeddings); a size without them (26B-A4B) streams."""
+    if not (entry.sidecar_option or hasattr(entry.model, "read_only_states")):
+        return None
+    shared = getattr(config, "shared_across_layers", None)
+    what = shared() if shared else ["KV-shared layers", "per-layer embeddings"]
+    if not what:
+        return None
+    return (
+        f"this {entry.title} shares {' and '.join(what)} across its layer ranges: it "
+        "exports in one piece"
+    )
 
 
-def stream_plan(plan, entry, per_layer: dict, stream: str):
+def stream_plan(plan, entry, per_layer: dict, stream: str, config=None):
     """The plan range by range (`stream` on, or auto and too big for memory), its ranges
     chosen by size if not given; `per_layer`: values per layer (None: the rest)."""
     if stream not in ("auto", "on", "off"):
         raise ValueError(f"--stream is auto, on or off, got {stream!r}")
-    why_not = streamable(entry)
+    why_not = streamable(entry, config)
     if plan.calibration is not None:  # GPTQ measures the whole model on the text
         why_not = "a calibrated preset runs the whole float32 model on its text: --stream off"
     if plan.first_layers:
@@ -68,7 +74,7 @@ def stream_plan(plan, entry, per_layer: dict, stream: str):
     if stream == "on" and why_not:
         raise ValueError(f"--stream on: {why_not}")
     if stream == "off" or why_not:
-        return plan
+        return with_memory_warning(plan, why_not or "--stream off")
     if stream == "auto" and plan.estimated_peak_bytes < machine_memory() / 2:
         return plan
     from zoo.core.ranges import check_splittable
@@ -88,3 +94,23 @@ def stream_plan(plan, entry, per_layer: dict, stream: str):
         for start, stop in ranges
     )
     return replace(plan, streamed=True, ranges=ranges, held_parameters=held)
+
+
+def with_memory_warning(plan, why_in_one_piece: str):
+    """A plan in one piece whose estimated peak exceeds the memory this process may use
+    carries a warning (printed by `--dry-run` and before the export starts)."""
+    from zoo.core.export import readable_bytes
+
+    memory = machine_memory()
+    if plan.estimated_peak_bytes <= memory:
+        return plan
+    what = (
+        "--stream on (or auto) exports it range by range"
+        if why_in_one_piece == "--stream off"
+        else f"it cannot stream ({why_in_one_piece}): export it on a machine with more memory"
+    )
+    warning = (
+        f"about {readable_bytes(plan.estimated_peak_bytes)} at the peak in one piece, more "
+        f"than the {readable_bytes(memory)} this process may use: it may be killed; {what}"
+    )
+    return replace(plan, memory_warning=warning)

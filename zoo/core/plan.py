@@ -59,6 +59,7 @@ class ExportPlan:
     parameters: int = 0  # values in the checkpoint's tensors the model reads
     held_parameters: int = 0  # of those, the most held at once (the largest range streamed)
     estimated_bytes: int = 0  # the asset on disk
+    memory_warning: str = ""  # in one piece, more than this machine's memory (zoo.core.memory)
 
     @property
     def estimated_peak_bytes(self) -> int:
@@ -110,6 +111,8 @@ class ExportPlan:
                 "decoder and the converted program; the Python process adds about 0.5 GB)",
             ),
         ]
+        if self.memory_warning:
+            rows.append(("warning", self.memory_warning))
         if self.experts is not None:
             computed = {
                 "chosen": "the chosen experts only (GatherMM)",
@@ -174,7 +177,7 @@ def plan_export(
     layers = config.num_hidden_layers
     per_layer = values_per_layer(checkpoint, found.checkpoint_name)
     if first_layers is not None:
-        why_not = streamable(found)
+        why_not = streamable(found, config)
         if why_not or not 1 <= first_layers < layers:
             raise ValueError(
                 f"--first-layers: {why_not}"
@@ -221,7 +224,7 @@ def plan_export(
             f"--calibration is read with the checkpoint's tokenizer: {checkpoint} has no "
             "tokenizer.json"
         )
-    plan = stream_plan(plan, found, per_layer, stream)
+    plan = stream_plan(plan, found, per_layer, stream, config)
     from zoo.core.export import check_room
 
     check_room(plan.output, plan.estimated_bytes + (16 << 20))  # before minutes of loading

@@ -74,8 +74,11 @@ def keep_first_layers(model: nn.Module, count: int) -> None:
     layer `count - 1` (an early exit). Exported, it is a draft that guesses for the whole
     model from its own weights (`zoo generate --speculate draft:ASSET`)."""
     check_splittable(model)
-    if hasattr(model, "read_only_states"):
-        raise ValueError(f"{model.name}: its layers share caches across the model: no early exit")
+    shared = getattr(model.config, "shared_across_layers", lambda: ["caches"])()
+    if hasattr(model, "read_only_states") and shared:
+        raise ValueError(
+            f"{model.name}: its layers share {' and '.join(shared)} across the model: no early exit"
+        )
     if not 1 <= count < len(model.layers):
         raise ValueError(f"--first-layers takes 1 to {len(model.layers) - 1}, got {count}")
     model.layers = model.layers[:count]

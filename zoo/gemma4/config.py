@@ -157,6 +157,11 @@ class Gemma4Config(DecoderConfig):
     def layer_kv_heads(self, layer: int) -> int:
         return self._override(layer, "num_key_value_heads", self.num_key_value_heads)
 
+    def shared_across_layers(self) -> list[str]:
+        """What layer ranges of this size would share (none in 26B-A4B: it streams)."""
+        shared = [f"{self.num_kv_shared_layers} KV-shared layers"] * bool(self.num_kv_shared_layers)
+        return shared + ["per-layer embeddings"] * bool(self.hidden_size_per_layer_input)
+
     def kv_sharing_modes(self) -> list[str | None]:
         """Per layer: None (own KV), "store" (own KV, reused later) or "reuse" (no k/v)."""
         if self.num_kv_shared_layers == 0:

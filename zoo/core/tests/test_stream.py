@@ -171,3 +171,13 @@ def test_stream_auto_sizes_against_the_container_s_memory_limit(tmp_path, versio
         (tmp_path / "memory" / "memory.limit_in_bytes").write_text("9223372036854771712\n")
     assert memory_module.cgroup_limits(tmp_path, own) == [700_000_000]
     assert memory_module.cgroup_limits(tmp_path, tmp_path / "missing") == []
+
+
+def test_a_plan_that_cannot_fit_in_one_piece_says_so(gpt_oss, tmp_path, monkeypatch):
+    """--stream off (or a model that cannot stream) past this machine's memory: the dry
+    run and the export say so, and what to do (ffe1239 planned 47 GB on 24 with no word)."""
+    monkeypatch.setattr(memory_module, "machine_memory", lambda: 1000)
+    plan = plan_export(gpt_oss, tmp_path / "a.aimodel", stream="off")
+    assert "more than the 1.00 kB this process may use" in plan.memory_warning
+    assert "--stream on (or auto)" in plan.describe()
+    assert plan_export(gpt_oss, tmp_path / "a.aimodel").memory_warning == ""  # auto streams
