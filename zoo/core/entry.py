@@ -22,7 +22,7 @@ from zoo.core.checkpoint import CheckpointError
 from zoo.core.contract import Decoder, members
 from zoo.core.experts import is_expert_projection, stack_experts
 from zoo.core.sidecar import SidecarSource
-from zoo.core.weights import build_and_load, find_tensor, stored_layers
+from zoo.core.weights import build_and_load, check_expert_count, find_tensor, stored_layers
 
 # Where transformers puts a text decoder's tensors: the multimodal layouts (transformers 5,
 # then Gemma 3's as released and as transformers still writes it), then text-only.
@@ -117,6 +117,7 @@ class ModelEntry:
                 f"the weights hold {len(layers)} layers ({min(layers)} to {max(layers)}). "
                 "Does config.json belong to these weights?"
             )
+        check_expert_count(config, directory)
         strategy = get_strategy(strategy) if isinstance(strategy, str) else strategy
 
         def build() -> nn.Module:

@@ -165,7 +165,7 @@ def plan_export(
     the final norm and head (an early exit: a draft for `zoo generate --speculate draft:`)."""
     from zoo.core.entry import entry_for_checkpoint, get_entry
     from zoo.core.memory import stream_plan, streamable
-    from zoo.core.weights import values_per_layer
+    from zoo.core.weights import check_expert_count, values_per_layer
 
     checkpoint = Path(checkpoint)
     found = get_entry(entry) if entry else entry_for_checkpoint(checkpoint)
@@ -176,6 +176,7 @@ def plan_export(
         load_tokenizer(checkpoint / "tokenizer.json")
     layers = config.num_hidden_layers
     per_layer = values_per_layer(checkpoint, found.checkpoint_name)
+    check_expert_count(config, checkpoint)  # before a dry run says the plan is fine
     if first_layers is not None:
         why_not = streamable(found, config)
         if why_not or not 1 <= first_layers < layers:

@@ -304,3 +304,38 @@ def weight_count(directory: str | Path) -> int:
             for key in tensors.keys():  # noqa: SIM118 - safe_open is not a Mapping
                 total += mxfp4.stored_values(key, tensors.get_slice(key).get_shape())
     return total
+
+
+def stored_expert_count(directory: str | Path) -> int | None:
+    """How many experts a layer of the checkpoint holds, from the safetensors headers
+    (`...experts.N....` one module an expert, or the first axis of a stacked `...experts.X`);
+    None: no experts."""
+    import re
+
+    count = None
+    for path in safetensors_files(directory):
+        with _open_safetensors(path) as tensors:
+            for key in tensors.keys():  # noqa: SIM118 - safe_open is not a Mapping
+                numbered = re.search(r"\.experts\.(\d+)\.", key)
+                if numbered:
+                    found = int(numbered[1]) + 1
+                elif ".experts." in key:
+                    found = tensors.get_slice(key).get_shape()[0]
+                else:
+                    continue
+                count = max(count or 0, found)
+    return count
+
+
+def check_expert_count(config, directory: str | Path) -> None:
+    """A config.json whose expert count the weights do not hold is refused from the headers,
+    before a model of its size is built (a million experts took minutes to build)."""
+    said = getattr(config, "num_experts", None) or getattr(config, "num_local_experts", None)
+    if not said:
+        return
+    stored = stored_expert_count(directory)
+    if stored is not None and stored != said:
+        raise CheckpointError(
+            f"{directory}/config.json says {said:,} experts a layer, the weights hold "
+            f"{stored:,}. Does config.json belong to these weights?"
+        )
