@@ -219,6 +219,7 @@ def _generate(args, request, tokenizer, bundle: bool, interruption: Interruption
             from zoo.core.generator import Generator
 
             runner = Generator(args.asset, args.compute_unit)
+            runner.between_calls = interruption.check  # a long prefill is many calls
             # loaded now, with the runtime's log hidden, not announced in the answer
             if args.speculate:
                 runner.functions.load_all()  # every verify width too

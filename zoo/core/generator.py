@@ -108,6 +108,9 @@ class Generator:
         )
         self.sidecars = self.spec.open_sidecars(asset)  # rows looked up per token
         self.ran: list[str] = []  # the functions the last feed() or score() called, in order
+        # called before each runtime call (a long prefill is many): `zoo generate` takes a
+        # pending Ctrl-C there; what it raises ends the feed, the context then undefined
+        self.between_calls: Callable[[], None] | None = None
         self.reset()
 
     def reset(self) -> None:
@@ -182,6 +185,8 @@ class Generator:
         carried: dict = {}
         functions, span = self._functions(kind, self.position + len(piece))
         for function in functions:
+            if self.between_calls:
+                self.between_calls()
             outputs = self._start(function, piece, self.position, carried, span).result()
             carried = passed_on(carried, outputs)
         self.position += len(piece)
@@ -201,6 +206,8 @@ class Generator:
         ranges = len(self.functions["prefill"])
         carried: list[dict] = [{} for _ in pieces]  # what each chunk's next range reads
         for wave in range(len(pieces) + ranges - 1):
+            if self.between_calls:
+                self.between_calls()
             first = max(0, wave - ranges + 1)
             running: list = []  # (chunk, call, its states), oldest chunk first
             for k in range(first, min(wave, len(pieces) - 1) + 1):

@@ -210,3 +210,34 @@ def test_a_head_stored_beside_a_tied_config_is_the_head_used(model, tmp_path):
     with torch.no_grad():
         want = reference_model(model, checkpoint)(torch.tensor([ids])).logits
     assert (torch_logits(ours, ids) - want).abs().max().item() < 1e-4
+
+
+def test_a_long_prefill_takes_a_ctrl_c_between_its_calls(long_asset):
+    """`Generator.between_calls` runs before every runtime call of a prefill, so `zoo
+    generate` acts on a Ctrl-C within one call (ffe1239 checked only between answer tokens:
+    10 min 35 s into an 8,000-token prompt)."""
+    from zoo.core.generator import Generator
+
+    calls = []
+
+    def interrupted_at_the_third() -> None:
+        calls.append(1)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+
+    with Generator(long_asset) as generator:
+        generator.between_calls = interrupted_at_the_third
+        with pytest.raises(KeyboardInterrupt):
+            generator.feed([2 + i % 100 for i in range(1600)])  # 100 chunks of 16
+    assert len(calls) == 3
+
+
+def test_ctrl_c_during_the_prefill_of_a_long_prompt_exits_130_before_any_answer(long_asset):
+    ids = ",".join(str(2 + i % 100) for i in range(2000))
+    command = [sys.executable, "-m", "zoo", "generate", str(long_asset), "--prompt-ids", ids]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    while b"prompt tokens" not in process.stderr.readline():  # loaded: the prefill starts
+        pass
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=60)
+    assert process.returncode == 130 and out == b"", err.decode()[-1500:]
