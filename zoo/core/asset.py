@@ -42,7 +42,7 @@ def read_metadata(path: str | os.PathLike) -> dict:
     path = Path(path)
     if not path.is_dir():
         raise FileNotFoundError(
-            f"no asset at {path}: export one first (python -m zoo.MODEL export)"
+            f"no asset at {path}: export one first (zoo export CHECKPOINT {path.name})"
         )
     metadata = read_json(path / "metadata.json", f": {path} is not a complete .aimodel asset")
     custom = metadata.get("creatorDefinedMetadata") or {}

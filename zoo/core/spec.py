@@ -11,8 +11,10 @@ host loop (`zoo.core.generator`) run with numpy and the runtime only.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Sequence
+from pathlib import Path
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -181,7 +183,18 @@ class DecodeSpec:
 
     @classmethod
     def of_asset(cls, asset: str | os.PathLike) -> DecodeSpec:
-        """The spec an asset's metadata.json holds, refused whole if it was damaged."""
+        """The spec an asset's metadata.json holds, refused whole if it was damaged; one
+        part of an asset exported range by range is named as such (it runs only with the
+        others)."""
+        whole, part = Path(asset).absolute().parent, False
+        if whole.suffix == ".aimodel":
+            with contextlib.suppress(OSError, ValueError, KeyError, TypeError, AttributeError):
+                part = Path(asset).name in read_metadata(whole).get("parts", {})
+        if part:
+            raise ValueError(
+                f"{asset} is one layer range of the asset {whole}, exported range by range: "
+                f"it runs with the others, so load {whole}"
+            )
         decode = read_metadata(asset).get("decode")
         if decode is None:
             raise ValueError(f"{asset} was not exported by zoo.core.decode.export_decoder")

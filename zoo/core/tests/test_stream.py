@@ -181,3 +181,12 @@ def test_a_plan_that_cannot_fit_in_one_piece_says_so(gpt_oss, tmp_path, monkeypa
     assert "more than the 1.00 kB this process may use" in plan.memory_warning
     assert "--stream on (or auto)" in plan.describe()
     assert plan_export(gpt_oss, tmp_path / "a.aimodel").memory_warning == ""  # auto streams
+
+
+def test_one_part_of_a_streamed_asset_is_named_as_such(assets):
+    """`zoo generate ASSET/range-1.aimodel`: ffe1239 ended in a KeyError (no 'decode_0')."""
+    part = assets["on"] / "range-1.aimodel"
+    command = [sys.executable, "-m", "zoo", "generate", str(part), "--prompt-ids", "3,17"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2 and "is one layer range of the asset" in done.stderr, done.stderr
+    assert "KeyError" not in done.stderr and f"load {assets['on']}" in done.stderr
