@@ -14,8 +14,8 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Sequence
-from pathlib import Path
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
