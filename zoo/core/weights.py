@@ -5,7 +5,8 @@ whether they fit the model a config builds, and the model built and loaded modul
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterable
+import json
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 import torch
@@ -61,6 +62,35 @@ def _open_safetensors(path: Path):
         raise CheckpointError(f"{path}: not a readable safetensors file ({error})") from None
 
 
+# a safetensors header is a little-endian u64 length, then that many bytes of JSON
+HEADER_LIMIT = 100_000_000
+
+
+def tensor_headers(directory: str | Path) -> Iterator[tuple[Path, str, tuple[int, ...]]]:
+    """(file, key, shape) of every tensor of the checkpoint, read from the safetensors
+    headers alone: no mapping of the file (a shard larger than memory is described too)."""
+    for path in safetensors_files(directory):
+        if not path.is_file():
+            raise CheckpointError(f"{path} is not a regular file; put the safetensors file there")
+        try:
+            with open(path, "rb") as file:
+                length = int.from_bytes(file.read(8), "little")
+                if not 2 <= length <= min(HEADER_LIMIT, path.stat().st_size - 8):
+                    raise ValueError(f"a header of {length:,} bytes")
+                header = json.loads(file.read(length))
+            described = {
+                key: tuple(int(n) for n in entry["shape"])
+                for key, entry in header.items()
+                if key != "__metadata__"
+            }
+        except (OSError, ValueError, TypeError, KeyError, AttributeError) as error:
+            raise CheckpointError(
+                f"{path}: not a readable safetensors file ({error}); fix or re-download it"
+            ) from None
+        for key, shape in described.items():
+            yield path, key, shape
+
+
 def _listed(items: list[str], limit: int = 3) -> str:
     shown = ", ".join(items[:limit])
     return f"{shown} and {len(items) - limit} more" if len(items) > limit else shown
@@ -87,28 +117,25 @@ def check_tensors(
     ignore = tuple(ignore)
     found: dict[str, tuple[Path, str]] = {}
     unexpected, misshaped = [], []
-    for path in safetensors_files(directory):
-        with _open_safetensors(path) as tensors:
-            for key in tensors.keys():  # noqa: SIM118 - safe_open is not a Mapping
-                packed = mxfp4.packed_name(key)  # MXFP4 `_blocks`: read with its `_scales`
-                name = rename(packed or key)
-                if name is None or any(name.startswith(prefix) for prefix in ignore):
-                    continue
-                if name not in targets:
-                    if not (key.endswith(mxfp4.SCALES) and rename(mxfp4.weight_of(key))):
-                        unexpected.append(key)
-                    continue
-                shape = tuple(tensors.get_slice(key).get_shape())
-                if packed and len(shape) == 4:
-                    shape = mxfp4.dequantized_shape(shape)
-                if shape != tuple(targets[name].shape):
-                    misshaped.append(f"{key} {shape}, expected {tuple(targets[name].shape)}")
-                if name in found and found[name][0] != path:
-                    raise CheckpointError(
-                        f"{directory}: {key} is in both {found[name][0].name} and {path.name} "
-                        "and no model.safetensors.index.json says which; remove one"
-                    )
-                found[name] = (path, key)
+    for path, key, shape in tensor_headers(directory):
+        packed = mxfp4.packed_name(key)  # MXFP4 `_blocks`: read with its `_scales`
+        name = rename(packed or key)
+        if name is None or any(name.startswith(prefix) for prefix in ignore):
+            continue
+        if name not in targets:
+            if not (key.endswith(mxfp4.SCALES) and rename(mxfp4.weight_of(key))):
+                unexpected.append(key)
+            continue
+        if packed and len(shape) == 4:
+            shape = mxfp4.dequantized_shape(shape)
+        if shape != tuple(targets[name].shape):
+            misshaped.append(f"{key} {shape}, expected {tuple(targets[name].shape)}")
+        if name in found and found[name][0] != path:
+            raise CheckpointError(
+                f"{directory}: {key} is in both {found[name][0].name} and {path.name} "
+                "and no model.safetensors.index.json says which; remove one"
+            )
+        found[name] = (path, key)
     missing = sorted(set(targets) - set(found))
     problems = []
     if missing:
@@ -146,14 +173,11 @@ def values_per_layer(
     embeddings, final norm and head), from the safetensors headers."""
 
     counts: dict[int | None, int] = {}
-    for path in safetensors_files(directory):
-        with _open_safetensors(path) as tensors:
-            for key in tensors.keys():  # noqa: SIM118 - safe_open is not a Mapping
-                name = rename(mxfp4.weight_of(key))
-                if name is not None:
-                    layer = layer_of(name)
-                    size = mxfp4.stored_values(key, tensors.get_slice(key).get_shape())
-                    counts[layer] = counts.get(layer, 0) + size
+    for _, key, shape in tensor_headers(directory):
+        name = rename(mxfp4.weight_of(key))
+        if name is not None:
+            layer = layer_of(name)
+            counts[layer] = counts.get(layer, 0) + mxfp4.stored_values(key, shape)
     return counts
 
 
@@ -161,11 +185,9 @@ def find_tensor(
     directory: str | Path, rename: Callable[[str], str | None], name: str
 ) -> tuple[Path, str]:
     """(file, checkpoint key) of our tensor `name`, from the safetensors headers."""
-    for path in safetensors_files(directory):
-        with _open_safetensors(path) as tensors:
-            for key in tensors.keys():  # noqa: SIM118 - safe_open is not a Mapping
-                if rename(key) == name:
-                    return path, key
+    for path, key, _ in tensor_headers(directory):
+        if rename(key) == name:
+            return path, key
     raise CheckpointError(f"{directory}: no tensor {name} in its safetensors files")
 
 
@@ -298,12 +320,7 @@ def _assign(module: torch.nn.Module, leaf: str, tensor: torch.Tensor) -> None:
 def weight_count(directory: str | Path) -> int:
     """How many values the checkpoint's tensors hold, from the safetensors headers."""
 
-    total = 0
-    for path in safetensors_files(directory):
-        with _open_safetensors(path) as tensors:
-            for key in tensors.keys():  # noqa: SIM118 - safe_open is not a Mapping
-                total += mxfp4.stored_values(key, tensors.get_slice(key).get_shape())
-    return total
+    return sum(mxfp4.stored_values(key, shape) for _, key, shape in tensor_headers(directory))
 
 
 def stored_expert_count(directory: str | Path) -> int | None:
@@ -313,17 +330,12 @@ def stored_expert_count(directory: str | Path) -> int | None:
     import re
 
     count = None
-    for path in safetensors_files(directory):
-        with _open_safetensors(path) as tensors:
-            for key in tensors.keys():  # noqa: SIM118 - safe_open is not a Mapping
-                numbered = re.search(r"\.experts\.(\d+)\.", key)
-                if numbered:
-                    found = int(numbered[1]) + 1
-                elif ".experts." in key:
-                    found = tensors.get_slice(key).get_shape()[0]
-                else:
-                    continue
-                count = max(count or 0, found)
+    for _, key, shape in tensor_headers(directory):
+        numbered = re.search(r"\.experts\.(\d+)\.", key)
+        if numbered:
+            count = max(count or 0, int(numbered[1]) + 1)
+        elif ".experts." in key and shape:
+            count = max(count or 0, shape[0])
     return count
 
 

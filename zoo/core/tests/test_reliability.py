@@ -241,3 +241,49 @@ def test_ctrl_c_during_the_prefill_of_a_long_prompt_exits_130_before_any_answer(
     process.send_signal(signal.SIGINT)
     out, err = process.communicate(timeout=60)
     assert process.returncode == 130 and out == b"", err.decode()[-1500:]
+
+
+HEADERS_UNDER_A_MEMORY_LIMIT = """
+import resource, sys
+from zoo.core.weights import values_per_layer, weight_count
+resource.setrlimit(resource.RLIMIT_AS, (8 << 30, 8 << 30))  # 8 GB of address space
+print(weight_count(sys.argv[1]), values_per_layer(sys.argv[1], lambda name: name))
+"""
+
+
+def test_headers_are_read_without_mapping_a_shard_larger_than_memory(tmp_path):
+    """A dry run reads the safetensors headers alone: ffe1239 mapped each file whole, and
+    a shard larger than the address space allowed failed (a 64 GB file under 8 GB here)."""
+    import struct
+
+    header = json.dumps(
+        {"layers.0.w": {"dtype": "F32", "shape": [1 << 16, 1 << 18], "data_offsets": [0, 1 << 36]}}
+    ).encode()
+    shard = tmp_path / "model.safetensors"
+    with open(shard, "wb") as file:  # sparse: 64 GB long, nothing written past the header
+        file.write(struct.pack("<Q", len(header)) + header)
+        file.truncate(8 + len(header) + (1 << 36))
+    done = subprocess.run(
+        [sys.executable, "-c", HEADERS_UNDER_A_MEMORY_LIMIT, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-1500:]
+    assert done.stdout.split(" ", 1) == [str(1 << 34), f"{{0: {1 << 34}}}\n"]
+
+
+@pytest.mark.parametrize(
+    "header,says",
+    [
+        (b"\xff" * 8, "a header of"),  # a length past the file
+        (b"\x05\x00\x00\x00\x00\x00\x00\x00nope!", "not a readable safetensors file"),
+        (b"\x02\x00\x00\x00\x00\x00\x00\x00[]", "not a readable safetensors file"),
+    ],
+)
+def test_a_damaged_safetensors_header_is_named(tmp_path, header, says):
+    from zoo.core.weights import weight_count
+
+    (tmp_path / "model.safetensors").write_bytes(header)
+    with pytest.raises(CheckpointError, match=says):
+        weight_count(tmp_path)
