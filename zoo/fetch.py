@@ -251,10 +251,28 @@ def convert_gguf(gguf: Path, directory: Path) -> None:
     load_gguf_checkpoint = gguf_reader.load_gguf_checkpoint
     transformers.utils.logging.disable_progress_bar()
     transformers.utils.logging.set_verbosity_error()
-    config = transformers.AutoConfig.for_model(**load_gguf_checkpoint(str(gguf))["config"])
-    with torch.device("meta"):  # only to name the tensors: nothing allocated
-        skeleton = transformers.AutoModelForCausalLM.from_config(config)
-    tensors = load_gguf_checkpoint(str(gguf), return_tensors=True, model_to_load=skeleton)
+    with open(gguf, "rb") as file:
+        magic = file.read(4)
+    if magic != b"GGUF":
+        raise FetchError(
+            f"{gguf.name} is not a GGUF file (it starts with {magic!r}, not b'GGUF'): name a "
+            ".gguf file, or download it again"
+        )
+    try:
+        config = transformers.AutoConfig.for_model(**load_gguf_checkpoint(str(gguf))["config"])
+        with torch.device("meta"):  # only to name the tensors: nothing allocated
+            skeleton = transformers.AutoModelForCausalLM.from_config(config)
+        tensors = load_gguf_checkpoint(str(gguf), return_tensors=True, model_to_load=skeleton)
+    except (ValueError, IndexError, KeyError, TypeError, OverflowError, MemoryError) as error:
+        # numpy's words ("cannot reshape array of size ...") from a damaged file, or
+        # transformers' for an architecture or tensor type it does not convert
+        unsupported = "not supported" in str(error) or "Unrecognized" in str(error)
+        hint = (
+            "transformers' GGUF reader does not convert it: use a safetensors checkpoint"
+            if unsupported
+            else "the file is damaged or cut short: download it again"
+        )
+        raise FetchError(f"{gguf.name}: {hint} ({type(error).__name__}: {error})") from None
     model = transformers.AutoModelForCausalLM.from_config(config, dtype=torch.float32)
     missing, unexpected = model.load_state_dict(
         {k: v.float() for k, v in tensors["tensors"].items()}, strict=False
