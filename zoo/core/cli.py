@@ -140,7 +140,8 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
 
     def _get_help_string(self, action: argparse.Action) -> str:
         text = action.help or ""
-        if action.default not in (None, False, argparse.SUPPRESS) and "default" not in text:
+        unset = action.default is None or action.default is False  # (0.0 == False)
+        if not unset and action.default != argparse.SUPPRESS and "default" not in text:
             text += " (default: %(default)s)"
         return text
 
@@ -283,8 +284,8 @@ def add_export_options(parser: argparse.ArgumentParser, entry: str | None) -> No
         default="auto",
         choices=("auto", "chosen", "all"),
         help="mixtures of experts: compute the chosen experts only (GatherMM) or all of "
-        "them, weighted (auto: all in the blocked weights layout, Linux's default when "
-        "uncompressed, where it measured faster; chosen otherwise)",
+        "them, weighted (auto: all in the blocked weights layout, Linux's when uncompressed, "
+        "where it measured faster; chosen otherwise)",
     )
     parser.add_argument(
         "--stream",
@@ -327,8 +328,16 @@ def add_generate_options(parser: argparse.ArgumentParser) -> None:
         "the prompt); a request that cannot fit is refused before decoding",
     )
     parser.add_argument("--temperature", type=non_negative_float, default=0.0, help="0: greedy")
-    parser.add_argument("--top-k", type=whole_number(1), help="sample among the k likeliest")
-    parser.add_argument("--seed", type=whole_number(0), help="the sampling's random seed")
+    parser.add_argument(
+        "--top-k",
+        type=whole_number(1),
+        help="sample among the k likeliest (default: among every token)",
+    )
+    parser.add_argument(
+        "--seed",
+        type=whole_number(0),
+        help="the sampling's random seed (default: a fresh one each run)",
+    )
     parser.add_argument(
         "--speculate",
         type=speculation,

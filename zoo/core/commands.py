@@ -204,10 +204,13 @@ def _generate_command(args, interruption: Interruption) -> int:
 
 
 def _generate(args, request, tokenizer, bundle: bool, interruption: Interruption) -> int:
+    from zoo.core.compute_unit import specialization
     from zoo.core.quiet import runtime_chatter_hidden
     from zoo.core.runtime import default_compute_unit
 
-    say(f"loading {args.asset.name} (compute unit {args.compute_unit or default_compute_unit()})")
+    compute_unit = args.compute_unit or default_compute_unit()
+    specialization(compute_unit)  # one this platform has: refused before "loading"
+    say(f"loading {args.asset.name} (compute unit {compute_unit})")
     started = time.perf_counter()
     drafter, speculate = None, args.speculate
     with runtime_chatter_hidden():  # the runtime logs each function it loads
@@ -232,19 +235,21 @@ def _generate(args, request, tokenizer, bundle: bool, interruption: Interruption
         interruption.check()
         say(
             f"loaded in {time.perf_counter() - started:.1f} s (weights "
-            f"{generator.spec.compression}); {len(request.prompt_ids)} prompt tokens"
+            f"{generator.spec.compression}); {counted(len(request.prompt_ids), 'prompt token')}"
         )
         shown: list[int] = []
         printed = ""
+        first_token_at: list[float] = []  # when the prompt was read: the first token is out
 
         def show(token: int) -> None:
             # Decode everything so far and print what is new: token-by-token decoding loses
             # the spaces that tokenizers attach to the next piece.
             nonlocal printed
             interruption.check()  # between two runtime calls
+            first_token_at[:] = first_token_at or [time.perf_counter()]
             shown.append(token)
-            if tokenizer is None:
-                print(token, end=" ", flush=True)
+            if tokenizer is None:  # ids, a space between them
+                print(f"{' ' if len(shown) > 1 else ''}{token}", end="", flush=True)
                 return
             text = tokenizer.decode(shown)
             print(text[len(printed) :], end="", flush=True)
@@ -260,8 +265,33 @@ def _generate(args, request, tokenizer, bundle: bool, interruption: Interruption
     seconds = time.perf_counter() - started
     for note in notes:
         say(note)
-    say(f"{len(new)} tokens in {seconds:.2f} s ({len(new) / seconds:.1f} tok/s, prompt included)")
+    say(speed(len(request.prompt_ids), len(new), seconds, first_token_at, started))
+    stops = request.stop_token_ids or ()
+    if args.max_new_tokens is None and new and new[-1] not in stops:
+        if len(new) == request.max_new_tokens:  # (fitted: as many as the context holds)
+            say(
+                f"the context is full after {counted(len(new), 'new token')} (capacity "
+                f"{generator.spec.capacity}); export with a larger --capacity for a longer answer"
+            )
     return 0
+
+
+def counted(count: int, thing: str) -> str:
+    return f"{count} {thing}{'' if count == 1 else 's'}"
+
+
+def speed(prompt: int, new: int, seconds: float, first_token_at: list[float], start: float) -> str:
+    """The summary line: reading the prompt and writing the answer measured apart (a
+    speculative decoder's gain is in the second; the prompt's reading hid it)."""
+    line = f"{counted(new, 'token')} in {seconds:.2f} s"
+    if not first_token_at or new < 2:
+        return line
+    reading = first_token_at[0] - start
+    answering = max(seconds - reading, 1e-9)
+    return (
+        f"{line}: the prompt's {counted(prompt, 'token')} read in {reading:.2f} s "
+        f"({prompt / max(reading, 1e-9):.1f} tok/s), then {(new - 1) / answering:.1f} tok/s"
+    )
 
 
 def _run(generator, request, show, speculate, notes: list[str], drafter=None) -> list[int]:

@@ -140,3 +140,39 @@ def test_a_verify_width_past_the_capacity_names_verify(checkpoints, tmp_path):
     done = zoo("export", checkpoints["default"], out, "--capacity", 32, "--verify", 100000)
     assert done.returncode == 2 and "--verify 100000" in done.stderr, done.stderr
     assert "within it" in done.stderr and not out.exists()
+
+
+@pytest.fixture(scope="module")
+def small_asset(checkpoints, tmp_path_factory):
+    out = tmp_path_factory.mktemp("cli") / "small.aimodel"
+    done = zoo("export", checkpoints["default"], out, "--capacity", 32, "--chunk", 4)
+    assert done.returncode == 0, done.stderr
+    return out
+
+
+def test_generate_says_when_the_context_is_full_and_reads_apart_prompt_and_answer(small_asset):
+    """No --max-new-tokens: as many as the context holds, then a line that says so (ffe1239
+    stopped silently); the summary gives the prompt's reading and the answer's speed apart;
+    ids end without a trailing space; one prompt token is one token."""
+    done = zoo("generate", small_asset, "--prompt-ids", "2")
+    assert done.returncode == 0, done.stderr
+    assert len(done.stdout.split()) == 32 and not done.stdout.rstrip("\n").endswith(" ")
+    assert "1 prompt token\n" in done.stderr, done.stderr
+    assert "the context is full after 32 new tokens (capacity 32)" in done.stderr
+    assert re.search(r"32 tokens in [\d.]+ s: the prompt's 1 token read in [\d.]+ s", done.stderr)
+    asked = zoo("generate", small_asset, "--prompt-ids", "2,3", "--max-new-tokens", 4)
+    assert asked.returncode == 0 and "context is full" not in asked.stderr, asked.stderr
+
+
+@pytest.mark.skipif(sys.platform == "darwin", reason="gpu exists on macOS 27+")
+def test_a_compute_unit_this_platform_lacks_is_refused_before_loading(small_asset):
+    done = zoo("generate", small_asset, "--prompt-ids", "2", "--compute-unit", "gpu")
+    assert done.returncode == 2 and "needs macOS 27+" in done.stderr
+    assert "loading" not in done.stderr, done.stderr
+
+
+def test_help_shows_the_sampling_and_expert_defaults():
+    generate = " ".join(zoo("generate", "--help").stdout.split())  # wrapped at any width
+    assert "greedy (default: 0.0)" in generate and "(default: among every token)" in generate
+    assert "(default: a fresh one each run)" in generate
+    assert "otherwise) (default: auto)" in " ".join(zoo("export", "--help").stdout.split())
