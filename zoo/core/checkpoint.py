@@ -136,6 +136,11 @@ class DecoderConfig:
         values["tie_word_embeddings"] = checkpoint.tie_word_embeddings(*cls.TIE_DEFAULTS)
         values["stop_token_ids"] = checkpoint.stop_token_ids(cls.eos_token_id)
         config = cls(**values)
+        # the context the model was trained for, as config.json says (a longer --capacity
+        # is warned in the plan)
+        positions = checkpoint.text.get("max_position_embeddings")
+        whole = isinstance(positions, int) and not isinstance(positions, bool) and positions > 0
+        config.trained_positions = positions if whole else None
         outside = [t for t in config.stop_token_ids if t >= config.vocab_size]
         if outside:
             raise ValueError(

@@ -113,4 +113,4 @@ def with_memory_warning(plan, why_in_one_piece: str):
         f"about {readable_bytes(plan.estimated_peak_bytes)} at the peak in one piece, more "
         f"than the {readable_bytes(memory)} this process may use: it may be killed; {what}"
     )
-    return replace(plan, memory_warning=warning)
+    return replace(plan, warnings=(*plan.warnings, warning))

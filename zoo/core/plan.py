@@ -59,7 +59,9 @@ class ExportPlan:
     parameters: int = 0  # values in the checkpoint's tensors the model reads
     held_parameters: int = 0  # of those, the most held at once (the largest range streamed)
     estimated_bytes: int = 0  # the asset on disk
-    memory_warning: str = ""  # in one piece, more than this machine's memory (zoo.core.memory)
+    # what the export may not do as asked: past this machine's memory (zoo.core.memory), a
+    # context longer than the model's positions
+    warnings: tuple[str, ...] = ()
 
     @property
     def estimated_peak_bytes(self) -> int:
@@ -111,8 +113,7 @@ class ExportPlan:
                 "decoder and the converted program; the Python process adds about 0.5 GB)",
             ),
         ]
-        if self.memory_warning:
-            rows.append(("warning", self.memory_warning))
+        rows += [("warning", warning) for warning in self.warnings]
         if self.experts is not None:
             computed = {
                 "chosen": "the chosen experts only (GatherMM)",
@@ -212,6 +213,14 @@ def plan_export(
         kv_cache=kv_cache,
     )
     plan = replace(plan, first_layers=first_layers)
+    positions = getattr(config, "trained_positions", None)
+    if positions and plan.capacity > positions:
+        warning = (
+            f"--capacity {plan.capacity} is past the {positions} positions config.json's "
+            "max_position_embeddings says the model was trained for: text past them may "
+            f"degrade (--capacity {positions} stays inside)"
+        )
+        plan = replace(plan, warnings=(*plan.warnings, warning))
     parameters = sum(per_layer.values())  # the tensors the model reads (no vision tower)
     per_weight = BYTES_PER_WEIGHT.get(plan.compress.removeprefix("gptq:"), OTHER_BYTES_PER_WEIGHT)
     plan = replace(

@@ -26,8 +26,8 @@ def run_plan(plan: ExportPlan, progress: Callable[[str], None] | None = None) ->
     module when the preset compresses), then convert and write the asset atomically."""
     from zoo.core.entry import get_entry
 
-    if progress and plan.memory_warning:
-        progress(f"warning: {plan.memory_warning}")
+    for warning in plan.warnings if progress else ():
+        progress(f"warning: {warning}")
     if plan.streamed:
         return write_streamed(plan, progress)
     entry = get_entry(plan.entry)

@@ -178,9 +178,9 @@ def test_a_plan_that_cannot_fit_in_one_piece_says_so(gpt_oss, tmp_path, monkeypa
     run and the export say so, and what to do (ffe1239 planned 47 GB on 24 with no word)."""
     monkeypatch.setattr(memory_module, "machine_memory", lambda: 1000)
     plan = plan_export(gpt_oss, tmp_path / "a.aimodel", stream="off")
-    assert "more than the 1.00 kB this process may use" in plan.memory_warning
+    assert "more than the 1.00 kB this process may use" in plan.warnings[0]
     assert "--stream on (or auto)" in plan.describe()
-    assert plan_export(gpt_oss, tmp_path / "a.aimodel").memory_warning == ""  # auto streams
+    assert plan_export(gpt_oss, tmp_path / "a.aimodel").warnings == ()  # auto streams
 
 
 def test_one_part_of_a_streamed_asset_is_named_as_such(assets):

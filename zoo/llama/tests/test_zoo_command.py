@@ -176,3 +176,14 @@ def test_help_shows_the_sampling_and_expert_defaults():
     assert "greedy (default: 0.0)" in generate and "(default: among every token)" in generate
     assert "(default: a fresh one each run)" in generate
     assert "otherwise) (default: auto)" in " ".join(zoo("export", "--help").stdout.split())
+
+
+def test_a_capacity_past_the_model_s_positions_is_warned(checkpoints, tmp_path):
+    """ffe1239 took --capacity 100000 for a model of 8192 positions without a word."""
+    config = json.loads((checkpoints["default"] / "config.json").read_text())
+    past = config["max_position_embeddings"] * 2
+    done = zoo(
+        "export", checkpoints["default"], tmp_path / "x.aimodel", "--capacity", past, "--dry-run"
+    )
+    assert done.returncode == 0, done.stderr
+    assert f"--capacity {past} is past the {past // 2} positions" in " ".join(done.stdout.split())
