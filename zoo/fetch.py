@@ -184,7 +184,10 @@ def _fetched(directory: Path, model) -> bool:
     except (OSError, ValueError):
         return False
     text = hasattr(model, "files")  # a text of zoo.texts
-    kept = model.files if text else ("model.safetensors",)
+    weights = "model.safetensors"  # or, converted from a large GGUF, shards and their index
+    if (directory / "model.safetensors.index.json").is_file():
+        weights = "model.safetensors.index.json"
+    kept = model.files if text else (weights,)
     if isinstance(model, RealModel):  # the GGUF file is kept beside its conversion
         kept = (*kept, str(record.get("gguf")))
     sizes = record.get("sizes")
@@ -235,53 +238,14 @@ def _download_gguf(model: RealModel, work: Path, progress: Callable) -> Path:
 
 
 def convert_gguf(gguf: Path, directory: Path) -> None:
-    """A GGUF file -> a transformers checkpoint directory (float32 safetensors, config,
-    tokenizer, chat template), written by transformers' own GGUF reader and
-    `save_pretrained` (a model loaded with `gguf_file=` cannot be saved; a fresh one can)."""
+    """A GGUF file -> a float32 checkpoint folder, tensor by tensor (zoo.gguf_checkpoint)."""
+    from zoo.gguf_checkpoint import GGUFError
+    from zoo.gguf_checkpoint import convert_gguf as convert
+
     try:
-        import gguf as _gguf  # noqa: F401  (transformers imports it lazily)
-        import torch
-        import transformers
-        from transformers import modeling_gguf_pytorch_utils as gguf_reader
-    except ImportError as error:
-        raise FetchError(
-            f"converting a GGUF file needs transformers and gguf ({error}): pip install '.[fetch]'"
-        ) from None
-    gguf_reader.tqdm = lambda items, **_: items  # no per-tensor progress bar
-    load_gguf_checkpoint = gguf_reader.load_gguf_checkpoint
-    transformers.utils.logging.disable_progress_bar()
-    transformers.utils.logging.set_verbosity_error()
-    with open(gguf, "rb") as file:
-        magic = file.read(4)
-    if magic != b"GGUF":
-        raise FetchError(
-            f"{gguf.name} is not a GGUF file (it starts with {magic!r}, not b'GGUF'): name a "
-            ".gguf file, or download it again"
-        )
-    try:
-        config = transformers.AutoConfig.for_model(**load_gguf_checkpoint(str(gguf))["config"])
-        with torch.device("meta"):  # only to name the tensors: nothing allocated
-            skeleton = transformers.AutoModelForCausalLM.from_config(config)
-        tensors = load_gguf_checkpoint(str(gguf), return_tensors=True, model_to_load=skeleton)
-    except (ValueError, IndexError, KeyError, TypeError, OverflowError, MemoryError) as error:
-        # numpy's words ("cannot reshape array of size ...") from a damaged file, or
-        # transformers' for an architecture or tensor type it does not convert
-        unsupported = "not supported" in str(error) or "Unrecognized" in str(error)
-        hint = (
-            "transformers' GGUF reader does not convert it: use a safetensors checkpoint"
-            if unsupported
-            else "the file is damaged or cut short: download it again"
-        )
-        raise FetchError(f"{gguf.name}: {hint} ({type(error).__name__}: {error})") from None
-    model = transformers.AutoModelForCausalLM.from_config(config, dtype=torch.float32)
-    missing, unexpected = model.load_state_dict(
-        {k: v.float() for k, v in tensors["tensors"].items()}, strict=False
-    )
-    if unexpected or [k for k in missing if not (config.tie_word_embeddings and "lm_head" in k)]:
-        raise FetchError(f"{gguf.name}: tensors missing {missing}, unexpected {unexpected}")
-    model.eval().save_pretrained(directory)
-    tokenizer = transformers.AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
-    tokenizer.save_pretrained(directory)
+        convert(gguf, directory)
+    except GGUFError as error:
+        raise FetchError(str(error)) from None
 
 
 def _gguf_item(gguf: Path):

@@ -94,3 +94,35 @@ def test_a_gguf_path_that_is_not_a_file_is_named_not_sent_to_the_hub(tmp_path, n
     done = subprocess.run(export, capture_output=True, text=True, cwd=tmp_path, timeout=120)
     assert done.returncode == 2 and "name a .gguf file" in done.stderr, done.stderr
     assert "hf download" not in done.stderr and "Traceback" not in done.stderr
+
+
+def test_a_gguf_converts_tensor_by_tensor_into_shards_as_transformers_reads_it(tmp_path):
+    """zoo.gguf_checkpoint writes each tensor as it is dequantized (memory: one shard, not
+    the model; ffe1239 held the whole float32 model): every tensor equal to what
+    transformers' own GGUF loader gives for the whole file, in shards with their index."""
+    import transformers
+    from safetensors.numpy import load_file
+    from transformers.modeling_gguf_pytorch_utils import load_gguf_checkpoint
+
+    from zoo.core.weights import safetensors_files
+    from zoo.fetch import fetched_gguf
+    from zoo.gguf_checkpoint import convert_gguf
+
+    gguf = fetched_gguf(REAL)
+    (tmp_path / "alone").mkdir()
+    (tmp_path / "alone" / gguf.name).symlink_to(gguf)  # no tokenizer files beside it
+    (tmp_path / "out").mkdir()
+    convert_gguf(tmp_path / "alone" / gguf.name, tmp_path / "out", shard_bytes=100_000_000)
+    shards = safetensors_files(tmp_path / "out")  # through the index
+    held = {f: load_file(f) for f in shards}
+    # a shard holds at most the limit, or one tensor larger than it (the embedding, 113 MB)
+    assert len(shards) > 1
+    assert all(f.stat().st_size <= 100_000_000 + (1 << 20) or len(t) == 1 for f, t in held.items())
+    ours = {k: v for tensors in held.values() for k, v in tensors.items()}
+    config = transformers.AutoConfig.for_model(**load_gguf_checkpoint(str(gguf))["config"])
+    with __import__("torch").device("meta"):
+        skeleton = transformers.AutoModelForCausalLM.from_config(config)
+    whole = load_gguf_checkpoint(str(gguf), return_tensors=True, model_to_load=skeleton)
+    theirs = {k: v.float().numpy() for k, v in whole["tensors"].items()}
+    assert ours.keys() == theirs.keys()
+    assert all((ours[k] == theirs[k]).all() for k in ours)
