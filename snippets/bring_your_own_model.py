@@ -17,14 +17,13 @@ print(sorted(path.name for path in checkpoint.iterdir()))
 # --8<-- [end:folder]
 
 # --8<-- [start:hub]
-import shutil
-from pathlib import Path
+from zoo.reference import as_hub_download
 
-# What `hf download my-org/tiny-llama` leaves in $HF_HOME/hub: the files
-# under snapshots/REVISION, and refs/main naming that revision.
-revision = "0123456789abcdef0123456789abcdef01234567"
-repo = Path("hf/hub/models--my-org--tiny-llama")
-shutil.copytree(checkpoint, repo / "snapshots" / revision)
-(repo / "refs").mkdir()
-(repo / "refs" / "main").write_text(revision)
+# What `hf download my-org/tiny-llama` leaves in $HF_HOME/hub: each file a
+# blob named by its sha256, the snapshot's files links to the blobs, and
+# refs/main naming the revision (a sharded model's shards too).
+snapshot = as_hub_download(checkpoint, "hf", "my-org/tiny-llama")
+for link in sorted(snapshot.iterdir()):
+    blob = str(link.readlink())[:22]
+    print(f"snapshots/REVISION/{link.name} -> {blob}...")
 # --8<-- [end:hub]

@@ -255,3 +255,26 @@ def store_experts_mxfp4(directory: Path) -> None:
     index = directory / "model.safetensors.index.json"
     if index.exists():
         raise NotImplementedError("a sharded checkpoint: rewrite its index too")
+
+
+def as_hub_download(
+    folder: str | Path, hf_home: str | Path, repo_id: str, revision: str = "0" * 40
+) -> Path:
+    """`folder`'s files laid out as `hf download repo_id` leaves them under `hf_home`: each
+    file a blob named by its sha256 in the repository's `blobs/`, the snapshot's files
+    relative links to them, `refs/main` naming the revision. Returns the snapshot."""
+    import hashlib
+    import os
+
+    repo = Path(hf_home) / "hub" / f"models--{repo_id.replace('/', '--')}"
+    snapshot = repo / "snapshots" / revision
+    (repo / "blobs").mkdir(parents=True, exist_ok=True)
+    snapshot.mkdir(parents=True)
+    for file in sorted(Path(folder).iterdir()):
+        data = file.read_bytes()
+        blob = repo / "blobs" / hashlib.sha256(data).hexdigest()
+        blob.write_bytes(data)
+        (snapshot / file.name).symlink_to(os.path.relpath(blob, snapshot))
+    (repo / "refs").mkdir(exist_ok=True)
+    (repo / "refs" / "main").write_text(revision)
+    return snapshot

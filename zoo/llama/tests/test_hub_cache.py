@@ -6,7 +6,6 @@ refused by name, and so is a blob that is gone."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from pathlib import Path
@@ -15,6 +14,7 @@ import pytest
 from safetensors.torch import load_file, save_file
 
 from zoo.llama.tests.test_zoo_command import zoo
+from zoo.reference import as_hub_download
 
 REVISION = "0123456789abcdef0123456789abcdef01234567"
 
@@ -39,20 +39,7 @@ def sharded(checkpoint: Path, into: Path, shards: int = 2) -> Path:
 
 
 def hub_cache(folder: Path, hf_home: Path, repo_id: str) -> Path:
-    """`folder`'s files laid out as `hf download repo_id` leaves them under `hf_home`:
-    blobs named by content, the snapshot's files relative links to them; the snapshot."""
-    repo = hf_home / "hub" / f"models--{repo_id.replace('/', '--')}"
-    snapshot = repo / "snapshots" / REVISION
-    (repo / "blobs").mkdir(parents=True)
-    snapshot.mkdir(parents=True)
-    for file in sorted(folder.iterdir()):
-        data = file.read_bytes()
-        blob = repo / "blobs" / hashlib.sha256(data).hexdigest()
-        blob.write_bytes(data)
-        (snapshot / file.name).symlink_to(os.path.relpath(blob, snapshot))
-    (repo / "refs").mkdir()
-    (repo / "refs" / "main").write_text(REVISION)
-    return snapshot
+    return as_hub_download(folder, hf_home, repo_id, REVISION)
 
 
 def offline(hf_home: Path) -> dict:
