@@ -83,7 +83,10 @@ class ExportPlan:
         from zoo.core.export import readable_bytes
 
         ranges = (
-            f"{len(self.ranges)} ranges {[list(r) for r in self.ranges]}" if self.ranges else "one"
+            f"{len(self.ranges)} range{'s' * (len(self.ranges) != 1)} "
+            f"{[list(r) for r in self.ranges]}"
+            if self.ranges
+            else "one"
         )
         replaced = self.overwrite and self.output.exists()
         widths = sorted({*(self.verify_widths or ()), self.score_chunk} - {None})
@@ -107,7 +110,13 @@ class ExportPlan:
             (
                 "export",
                 f"range by range, one part each (at most {self.held_parameters:,} weights "
-                "held at once)"
+                "held at once"
+                + (
+                    "; one range holds the whole model: --layers-per-function N sets a "
+                    "range's size)"
+                    if self.ranges and len(self.ranges) == 1
+                    else ")"
+                )
                 if self.streamed
                 else "in one piece (the whole model held at once)",
             ),

@@ -190,3 +190,11 @@ def test_one_part_of_a_streamed_asset_is_named_as_such(assets):
     done = subprocess.run(command, capture_output=True, text=True, timeout=300)
     assert done.returncode == 2 and "is one layer range of the asset" in done.stderr, done.stderr
     assert "KeyError" not in done.stderr and f"load {assets['on']}" in done.stderr
+
+
+def test_a_stream_of_one_range_says_what_sets_a_range_s_size(gpt_oss, tmp_path):
+    """`--stream on` on a small model is one range, nothing streamed: ffe1239 printed
+    "1 ranges" and nothing about --layers-per-function."""
+    text = plan_export(gpt_oss, tmp_path / "a.aimodel", stream="on").describe()
+    assert "layer ranges: 1 range [[0, 4]]" in text
+    assert "one range holds the whole model: --layers-per-function N sets" in text
