@@ -79,7 +79,9 @@ class ExportPlan:
         return int(held * per_weight + CONVERTER_COPIES * program)
 
     def describe(self) -> str:
-        """The plan as `zoo export --dry-run` prints it."""
+        """The plan as `zoo export --dry-run` prints it (paths under home as `~/...`, as the
+        progress lines show them)."""
+        from zoo.core.cli import shown
         from zoo.core.export import readable_bytes
 
         ranges = (
@@ -93,8 +95,8 @@ class ExportPlan:
         verify = f" + verify of {', '.join(map(str, widths))} tokens" if widths else ""
         rows = [
             ("entry", f"zoo.{self.entry}"),
-            ("checkpoint", str(self.checkpoint) if self.checkpoint else "(a model in memory)"),
-            ("output", f"{self.output}{' (replacing the asset there)' if replaced else ''}"),
+            ("checkpoint", shown(self.checkpoint) if self.checkpoint else "(a model in memory)"),
+            ("output", f"{shown(self.output)}{' (replacing the asset there)' if replaced else ''}"),
             ("KV strategy", self.strategy),
             ("capacity", f"{self.capacity} tokens"),
             ("prefill chunk", f"{self.chunk} tokens"),
