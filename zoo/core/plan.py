@@ -78,21 +78,27 @@ class ExportPlan:
         program = self.estimated_bytes * held / max(1, self.parameters)
         return int(held * per_weight + CONVERTER_COPIES * program)
 
-    def describe(self) -> str:
-        """The plan as `zoo export --dry-run` prints it (paths under home as `~/...`, as the
-        progress lines show them)."""
-        from zoo.core.cli import shown
-        from zoo.core.export import readable_bytes
-
+    def functions(self) -> str:
+        """What the export converts: `prefill + decode + verify of 4, 8 tokens, layer
+        ranges: one`, as the dry run and the export's progress line say it."""
         ranges = (
             f"{len(self.ranges)} range{'s' * (len(self.ranges) != 1)} "
             f"{[list(r) for r in self.ranges]}"
             if self.ranges
             else "one"
         )
-        replaced = self.overwrite and self.output.exists()
         widths = sorted({*(self.verify_widths or ()), self.score_chunk} - {None})
         verify = f" + verify of {', '.join(map(str, widths))} tokens" if widths else ""
+        spans = f" + prefill over spans of {', '.join(map(str, self.spans))}" if self.spans else ""
+        return f"prefill + decode{verify}{spans}, layer ranges: {ranges}"
+
+    def describe(self) -> str:
+        """The plan as `zoo export --dry-run` prints it (paths under home as `~/...`, as the
+        progress lines show them)."""
+        from zoo.core.cli import shown
+        from zoo.core.export import readable_bytes
+
+        replaced = self.overwrite and self.output.exists()
         rows = [
             ("entry", f"zoo.{self.entry}"),
             ("checkpoint", shown(self.checkpoint) if self.checkpoint else "(a model in memory)"),
@@ -103,7 +109,7 @@ class ExportPlan:
             ("weights", f"{self.compress}, layout {self.weights}, keys {self.keys}"),
             ("KV cache", KV_CACHES[self.kv_cache]),
             *([("calibration", str(self.calibration))] if self.calibration else []),
-            ("functions", f"prefill + decode{verify}, layer ranges: {ranges}"),
+            ("functions", self.functions()),
             *(
                 [("layers", f"the first {self.layers}, then the final norm and head (a draft)")]
                 if self.first_layers

@@ -50,7 +50,8 @@ def run_plan(plan: ExportPlan, progress: Callable[[str], None] | None = None) ->
         progress(f"{plan.layers} layers as {len(plan.ranges)} ranges: {list(plan.ranges)}")
     if progress:
         progress(
-            f"exporting prefill ({plan.chunk} tokens) + decode to {plan.output} "
-            f"(weights {plan.compress}, layout {plan.weights}, keys {plan.keys}) ..."
+            f"converting {plan.functions()} (prefill chunk {plan.chunk}; weights "
+            f"{plan.compress}, layout {plan.weights}, keys {plan.keys}), then writing "
+            f"{plan.output} ..."
         )
     return write_asset(model, plan)
