@@ -153,7 +153,7 @@ import json
 from zoo.core.entry import get_entry
 from zoo.core.experts import MixtureOfExperts
 from zoo.core.kv import get_strategy
-from zoo.core.plan import BYTES_PER_WEIGHT
+from zoo.core.memory import BYTES_PER_WEIGHT
 from zoo.released import released_configs
 
 

@@ -19,7 +19,7 @@ class GGUFError(RuntimeError):
 
 
 def convert_gguf(gguf: Path, directory: Path, shard_bytes: int = SHARD_BYTES) -> None:
-    """Write `gguf` as a checkpoint into `directory` (which exists, empty)."""
+    """Write `gguf` as a checkpoint into `directory` (made if missing)."""
     try:
         import gguf as gguf_package
         import numpy as np
@@ -39,6 +39,7 @@ def convert_gguf(gguf: Path, directory: Path, shard_bytes: int = SHARD_BYTES) ->
             f"{gguf.name} is not a GGUF file (it starts with {magic!r}, not b'GGUF'): name a "
             ".gguf file, or download it again"
         )
+    directory.mkdir(parents=True, exist_ok=True)
     writer = ShardWriter(directory, shard_bytes)
     try:
         parsed = reader.load_gguf_checkpoint(str(gguf))  # the metadata only

@@ -8,6 +8,23 @@ import os
 from dataclasses import replace
 from pathlib import Path
 
+# Bytes a stored weight costs in the asset, per preset (codes and their scales; a LUT of 16
+# entries per group of 32 rows is noise at these sizes). Used for the room check and the
+# dry run's estimate; `make bench` measures the real sizes.
+BYTES_PER_WEIGHT = {
+    "fp32": 4.0,
+    "fp16": 2.0,
+    "int8": 1.0,
+    "int4-block32": 0.625,
+    "int4-block64": 0.5625,
+}
+OTHER_BYTES_PER_WEIGHT = 1.2  # palettize4, mixed: between 4 and 8 bits with their tables
+# What converting and writing hold beside the loaded weights, in asset bytes: the program,
+# its optimized copy and the serialized file. Measured here (2026-12-07, /usr/bin/time):
+# SmolLM2-135M fp32, a 655 MB asset from 538 MB of tensors, peaked at 2.57 GB with 0.31 GB
+# of imports: 538 MB + 2.6 x 651 MB + 0.31 GB = 2.54 GB (the estimate said 1.6 before).
+CONVERTER_COPIES = 2.6
+
 # A streamed export's ranges, when not given: as many layers as hold this many float32 bytes
 STREAM_RANGE_BYTES = 2_000_000_000
 

@@ -205,7 +205,7 @@ def test_first_layers_exports_an_early_exit_and_refuses_what_it_cannot_cut(asset
     with pytest.raises(ValueError, match="takes 1 to 3 \\(of 4\\), got 4"):
         plan_export(asset.parent / "llama", tmp_path / "b.aimodel", first_layers=4)
     gemma4 = make_tiny_checkpoint("gemma4", tmp_path / "gemma4", variant="kv-sharing")
-    with pytest.raises(ValueError, match="--first-layers: .* share states"):
+    with pytest.raises(ValueError, match="--first-layers: this Gemma 4 shares .* across its layer"):
         plan_export(gemma4, tmp_path / "c.aimodel", first_layers=1)
 
 

@@ -286,7 +286,7 @@ def test_an_interrupted_export_leaves_nothing(work, tmp_path):
     )
     deadline = time.time() + 120
     for line in child.stderr:  # wait until the long part has started
-        if "exporting" in line or time.time() > deadline:
+        if "converting" in line or time.time() > deadline:
             break
     time.sleep(1.0)
     child.send_signal(signal.SIGTERM)
