@@ -340,15 +340,12 @@ def main(argv: list[str] | None = None, prog: str = "python -m zoo.quality") -> 
     from zoo.core.compress import PRESETS as KNOWN
 
     if args.record:  # refused now, not after minutes of scoring
-        import os
+        from zoo.site.records import record_path
 
-        record = Path(args.record)
         try:
-            record.mkdir(parents=True, exist_ok=True)
-        except OSError as error:
-            parser.error(f"--record {record}: cannot make that folder ({error.strerror})")
-        if not os.access(record, os.W_OK):
-            parser.error(f"--record {record}: not a writable folder")
+            record_path(args.record, f"quality-{args.name}")
+        except ValueError as error:
+            parser.error(str(error))
     presets = [p.strip() for p in args.presets.split(",") if p.strip()]
     unknown = [p for p in presets if p not in (*KNOWN, "mixed")]
     if unknown or not presets:

@@ -53,13 +53,17 @@ def safetensors_files(directory: str | Path) -> list[Path]:
 
 @contextlib.contextmanager
 def _open_safetensors(path: Path):
-    if not path.is_file():  # a directory, a device or a FIFO (which would hang the reader)
-        raise CheckpointError(f"{path} is not a regular file; put the safetensors file there")
+    _check_regular(path)
     try:
         with safe_open(str(path), framework="pt") as tensors:
             yield tensors
     except (SafetensorError, OSError, ValueError) as error:
         raise CheckpointError(f"{path}: not a readable safetensors file ({error})") from None
+
+
+def _check_regular(path: Path) -> None:
+    if not path.is_file():  # a directory, a device or a FIFO (which would hang the reader)
+        raise CheckpointError(f"{path} is not a regular file; put the safetensors file there")
 
 
 # a safetensors header is a little-endian u64 length, then that many bytes of JSON
@@ -70,8 +74,7 @@ def tensor_headers(directory: str | Path) -> Iterator[tuple[Path, str, tuple[int
     """(file, key, shape) of every tensor of the checkpoint, read from the safetensors
     headers alone: no mapping of the file (a shard larger than memory is described too)."""
     for path in safetensors_files(directory):
-        if not path.is_file():
-            raise CheckpointError(f"{path} is not a regular file; put the safetensors file there")
+        _check_regular(path)
         try:
             with open(path, "rb") as file:
                 length = int.from_bytes(file.read(8), "little")
