@@ -25,7 +25,7 @@ import numpy as np
 
 from zoo import DecodeSpec
 from zoo.core.generator import prefill_logits
-from zoo.lab.isolate import run_isolated
+from zoo.core.isolate import run_isolated
 
 spec = DecodeSpec.of_asset(spanned)
 print(f"spans {spec.spans}, context {spec.capacity}, chunk {spec.chunk}")

@@ -77,7 +77,7 @@ import sys
 if __name__ == "__main__" and "--record" in sys.argv:
     from concurrent.futures import ThreadPoolExecutor
 
-    from zoo.site.records import write_record
+    from zoo.core.records import write_record
 
     directory = sys.argv[sys.argv.index("--record") + 1]
     cases = [

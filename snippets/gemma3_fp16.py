@@ -35,7 +35,7 @@ assert half["finite positions"] == f"0/{len(ids)}"  # what this page says
 import sys
 
 if __name__ == "__main__" and "--record" in sys.argv:
-    from zoo.site.records import write_record
+    from zoo.core.records import write_record
 
     directory = sys.argv[sys.argv.index("--record") + 1]
     results = {

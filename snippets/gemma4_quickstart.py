@@ -68,7 +68,7 @@ for row in state_table:
 import sys
 
 if __name__ == "__main__" and "--record" in sys.argv:
-    from zoo.site.records import write_record
+    from zoo.core.records import write_record
 
     directory = sys.argv[sys.argv.index("--record") + 1]
     record = write_record(directory, "gemma4-states", {"states": state_table})

@@ -199,7 +199,7 @@ assert [row["state"] for row in state_table] == names
 # --8<-- [end:hybrid_states]
 
 if __name__ == "__main__" and "--record" in sys.argv:
-    from zoo.site.records import write_record
+    from zoo.core.records import write_record
 
     directory = sys.argv[sys.argv.index("--record") + 1]
     record = write_record(directory, "hybrid-states", {"states": state_table})

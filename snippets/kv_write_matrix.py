@@ -24,9 +24,9 @@ for row in rows:
 
 def record_latency(directory: str) -> None:
     """Per-step latency vs context position at a real width, per strategy."""
-    from zoo.lab.isolate import run_isolated
+    from zoo.core.isolate import run_isolated
+    from zoo.core.records import write_record
     from zoo.lab.kv_matrix import REAL_WIDTH, measure_latency
-    from zoo.site.records import write_record
 
     positions = [1, 16, 128, 512, 1024, 2046]
     latency = []
@@ -50,7 +50,7 @@ def record_latency(directory: str) -> None:
 
 
 if __name__ == "__main__":
-    from zoo.site.records import write_record
+    from zoo.core.records import write_record
 
     if "--record" in sys.argv:
         directory = sys.argv[sys.argv.index("--record") + 1]

@@ -10,7 +10,7 @@ Run: python snippets/quality.py
 # --8<-- [start:score]
 import numpy as np
 
-from zoo.lab.isolate import run_isolated
+from zoo.core.isolate import run_isolated
 from zoo.quality import (
     SCORED,
     eager_logits,

@@ -93,7 +93,7 @@ if __name__ == "__main__":
     import sys
 
     if "--record" in sys.argv:
-        from zoo.site.records import write_record
+        from zoo.core.records import write_record
 
         directory = sys.argv[sys.argv.index("--record") + 1]
         for name, results in (

@@ -39,8 +39,8 @@ if __name__ == "__main__" and "--record" in sys.argv:
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
+    from zoo.core.records import write_record
     from zoo.released import MODELS
-    from zoo.site.records import write_record
 
     directory = sys.argv[sys.argv.index("--record") + 1]
     models = MODELS

@@ -39,5 +39,5 @@ written = {path.name for path in out.iterdir()}
 assert {"kv-write-matrix.json", "bench-qwen3_5-tiny.json"} <= written
 
 # --8<-- [start:merge]
-print(run_command(f"python -m zoo.site.records merge {out}", cwd=repo))
+print(run_command(f"python -m zoo.core.records merge {out}", cwd=repo))
 # --8<-- [end:merge]

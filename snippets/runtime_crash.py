@@ -1,4 +1,4 @@
-"""A runtime fatal error kills the process: contain it with zoo.lab.isolate.
+"""A runtime fatal error kills the process: contain it with zoo.core.isolate.
 
 An `index_put` KV write (`cache[:, step] = x` with `step` a tensor)
 converts without complaint, then the Linux runtime dies on the first call
@@ -67,7 +67,7 @@ def export_and_run_index_put_write() -> list[float]:
 
 if __name__ == "__main__":
     # --8<-- [start:isolate]
-    from zoo.lab.isolate import run_isolated
+    from zoo.core.isolate import run_isolated
 
     outcome = run_isolated(export_and_run_index_put_write, timeout=300)
     print(
@@ -81,7 +81,7 @@ if __name__ == "__main__":
     import sys
 
     if "--record" in sys.argv:
-        from zoo.site.records import write_record
+        from zoo.core.records import write_record
 
         row = {
             "repro": "index_put KV write (cache[:, step] = x)",

@@ -181,7 +181,7 @@ def run_toy(ndelta: int, static: bool) -> dict:
 # --8<-- [start:matrix]
 def run_matrix() -> list[dict]:
     """NDELTA 1..3 x dynamic/static, each cell in a process of its own."""
-    from zoo.lab.isolate import cached_call, run_isolated
+    from zoo.core.isolate import cached_call, run_isolated
 
     rows = []
     for ndelta in (1, 2, 3):
@@ -226,7 +226,7 @@ if __name__ == "__main__":
         assert all(row["outcome"] == "ran exact" for row in rows), rows
         # --8<-- [end:check]
         if "--record" in sys.argv:
-            from zoo.site.records import write_record
+            from zoo.core.records import write_record
 
             directory = sys.argv[sys.argv.index("--record") + 1]
             record = write_record(directory, "toy-hybrid", {"outcomes": rows})

@@ -63,7 +63,7 @@ for model, tensor in [
 # --8<-- [end:grids]
 
 if __name__ == "__main__" and "--record" in sys.argv:
-    from zoo.site.records import write_record
+    from zoo.core.records import write_record
 
     directory = sys.argv[sys.argv.index("--record") + 1]
     print(f"wrote {write_record(directory, 'weight-grids', {'rows': rows})}")

@@ -9,9 +9,9 @@ import json
 
 import pytest
 
+from zoo.core.records import GENERATORS, RECORDS_DIR
 from zoo.site.harness import ROOT
 from zoo.site.recipes import run_recipe
-from zoo.site.records import GENERATORS, RECORDS_DIR
 
 # In the reverse of the pages' order: the worker running tests/test_pages.py starts at the
 # other end, so the two share the recipe runs instead of waiting on one another.

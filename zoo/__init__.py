@@ -15,7 +15,7 @@ The public API, imported on first use (so `from zoo import Generator` imports no
 (`zoo.core.*`) stay importable.
 """
 
-__version__ = "0.1.0"
+from zoo.core.provenance import ZOO_VERSION as __version__  # noqa: E402
 
 # Library warnings no zoo user can act on stay out of the output (ZOO_DEBUG=1 shows them).
 from zoo.core.quiet import quiet_loggers  # noqa: E402

@@ -229,8 +229,8 @@ def runtime_equals_eager(name: str, preset: str, model, directory: str | Path, t
     the runtime's logits are eager's."""
     from zoo.core.decode import export_model
     from zoo.core.eager import torch_logits
+    from zoo.core.isolate import run_isolated
     from zoo.fetch import fetch
-    from zoo.lab.isolate import run_isolated
     from zoo.quality import perplexity, runtime_logits
 
     ids = text_windows(name, TEXTS[0], 1, tokens)[0]
@@ -289,7 +289,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     record = None
     if args.record:  # refused now, not after an hour of scoring
-        from zoo.site.records import record_path
+        from zoo.core.records import record_path
 
         try:
             record = record_path(args.record, args.name or f"evaluation-{args.model}")
@@ -316,7 +316,7 @@ def main(argv: list[str] | None = None) -> int:
     for row in results["rows"]:
         print(describe(row))
     if record:
-        from zoo.site.records import write_record
+        from zoo.core.records import write_record
 
         print(f"wrote {write_record(record.parent, record.stem, results)}")
     return 0

@@ -157,9 +157,9 @@ def quality_row(name: str, preset, directory: str | Path, ids: list[int], refere
     from zoo.core.compress import get_preset
     from zoo.core.decode import export_model
     from zoo.core.entry import get_entry
+    from zoo.core.isolate import run_isolated
     from zoo.core.layout import default_chunk
     from zoo.fetch import fetch, get_real_model
-    from zoo.lab.isolate import run_isolated
 
     preset = get_preset(preset)
     checkpoint = fetch(name)
@@ -285,7 +285,7 @@ def quality_record(name: str, presets: list[str], directory: str | Path) -> Path
     """The record `quality-NAME`: the sweep's choice and a row per preset (`make records`;
     about three minutes a preset on two cores)."""
     from zoo.core.compress import get_preset
-    from zoo.site.records import write_record
+    from zoo.core.records import write_record
 
     ids = text_ids(name, SCORED)
     reference = eager_logits(name, "fp32", ids)
@@ -297,8 +297,8 @@ def quality_record(name: str, presets: list[str], directory: str | Path) -> Path
             chosen = get_preset(plan["preset"]) if preset == "mixed" else preset
             rows.append(quality_row(name, chosen, scratch, ids, reference))
             say(f"  {rows[-1]}")
-    from zoo.bench.real import eager_decode_ms
     from zoo.fetch import fetch, get_real_model
+    from zoo.reference import eager_decode_ms
 
     # the yardstick of the decode column: transformers' fp32 model, torch eager, KV cache
     eager_ms = eager_decode_ms(get_real_model(name).entry, fetch(name), ids[:64], 32)
@@ -340,7 +340,7 @@ def main(argv: list[str] | None = None, prog: str = "python -m zoo.quality") -> 
     from zoo.core.compress import PRESETS as KNOWN
 
     if args.record:  # refused now, not after minutes of scoring
-        from zoo.site.records import record_path
+        from zoo.core.records import record_path
 
         try:
             record_path(args.record, f"quality-{args.name}")

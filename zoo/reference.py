@@ -7,6 +7,8 @@ Above `zoo.core` (which never imports it): an entry names its tiny configs as da
 from __future__ import annotations
 
 import json
+import statistics
+import time
 from pathlib import Path
 
 
@@ -184,9 +186,9 @@ def text_beside_transformers(
     """The runtime's greedy continuation of `prompt` (through the chat template with
     `chat`) beside transformers' on the same checkpoint: both as text, cut after the
     first stop token, and how many of the `new_tokens` greedy tokens agree before the first
-    difference. The runtime runs in a process of its own (`zoo.lab.isolate`); in a test
+    difference. The runtime runs in a process of its own (`zoo.core.isolate`); in a test
     session the row is computed once for the tests and the recipes that ask for it."""
-    from zoo.lab.isolate import cached_call, run_isolated
+    from zoo.core.isolate import cached_call, run_isolated
 
     sources = sorted(Path(__file__).resolve().parents[1].rglob("*.py"))
     key = ["text beside transformers", *sources, Path(asset) / "metadata.json", str(asset)]
@@ -207,9 +209,9 @@ def _text_beside_transformers(
     asset: str, checkpoint: str, prompt: str, chat: bool, new_tokens: int
 ) -> dict:
     from zoo.core.generator import greedy_on_runtime
+    from zoo.core.isolate import run_isolated
     from zoo.core.spec import DecodeSpec
     from zoo.core.text import encode_prompt, load_tokenizer
-    from zoo.lab.isolate import run_isolated
 
     checkpoint = Path(checkpoint)
     spec = DecodeSpec.of_asset(asset)
@@ -278,3 +280,31 @@ def as_hub_download(
     (repo / "refs").mkdir(exist_ok=True)
     (repo / "refs" / "main").write_text(revision)
     return snapshot
+
+
+def eager_decode_ms(entry: str, checkpoint: str | Path, ids: list[int], steps: int) -> float:
+    """Median ms of a decode step of transformers' model (fp32, torch eager, KV cache)."""
+    import torch
+
+    model = reference_model(_entry(entry), checkpoint)
+    times = []
+    with torch.no_grad():
+        out = model(torch.tensor([ids]), use_cache=True)
+        for _ in range(steps):
+            token = out.logits[:, -1:].argmax(-1)
+            started = time.perf_counter()
+            out = model(token, past_key_values=out.past_key_values, use_cache=True)
+            times.append(time.perf_counter() - started)
+    return 1000 * statistics.median(times)
+
+
+def logits_error(got: dict, want_tokens: list[int], want_rows) -> float:
+    """Largest |runtime - transformers| over the logits of the greedy steps (NaN unless the
+    tokens agree: then the rows score different sequences)."""
+    import math
+
+    import numpy as np
+
+    if got["tokens"] != want_tokens:
+        return math.nan
+    return float(np.abs(np.array(got["logits"]) - want_rows).max())

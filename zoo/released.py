@@ -228,7 +228,7 @@ def released_row(model: str, name: str, workdir: str | Path) -> dict:
     """`check_released`, computed once per test session for the zoo tests, the recipe and
     its record alike. It runs here (its runtime decode has a process of its own): one
     process per row would cost more start-up than many rows' export."""
-    from zoo.lab.isolate import cached_call, run_in_process
+    from zoo.core.isolate import cached_call, run_in_process
 
     released = json.loads(released_configs(model)[name].read_text())
     # sizes that scale down alike (a base model and its instruct tune) are one tiny model
@@ -264,9 +264,8 @@ def check_released(model: str, name: str, workdir: str | Path) -> dict:
     import torch
 
     from zoo.core.generator import runtime_greedy
-    from zoo.lab.isolate import run_isolated
-    from zoo.reference import greedy_reference_logits
-    from zoo.testing import logits_error
+    from zoo.core.isolate import run_isolated
+    from zoo.reference import greedy_reference_logits, logits_error
 
     released = json.loads(released_configs(model)[name].read_text())
     tiny = scale_down(released)

@@ -18,7 +18,7 @@ from zoo.core.export_cache import CACHE_ENV as EXPORT_CACHE_ENV
 from zoo.core.export_cache import summary as export_summary
 from zoo.core.provenance import describe, provenance
 from zoo.core.runtime import COMPUTE_UNIT_ENV, COMPUTE_UNITS, default_compute_unit
-from zoo.reference import make_tiny_checkpoint, reference_model
+from zoo.reference import logits_error, make_tiny_checkpoint, reference_model
 
 CACHE_ENV = "ZOO_RESULT_CACHE"
 # runtime vs transformers logits of a tiny fp32 model (measured: 1e-7 to 1e-5)
@@ -70,21 +70,9 @@ def record(name: str, results: dict) -> None:
     """Write a record of this run when `pytest --record DIR` (or `$ZOO_RECORD_DIR`) asks."""
     directory = os.environ.get(RECORD_ENV)
     if directory:
-        from zoo.site.records import write_record
+        from zoo.core.records import write_record
 
         write_record(directory, name, results, compute_unit=default_compute_unit())
-
-
-def logits_error(got: dict, want_tokens: list[int], want_rows) -> float:
-    """Largest |runtime - transformers| over the logits of the greedy steps (NaN unless the
-    tokens agree: then the rows score different sequences)."""
-    import math
-
-    import numpy as np
-
-    if got["tokens"] != want_tokens:
-        return math.nan
-    return float(np.abs(np.array(got["logits"]) - want_rows).max())
 
 
 def engine_greedy_on_runtime(
@@ -128,8 +116,8 @@ def check_runtime_greedy(
     from zoo.core.asset import read_metadata
     from zoo.core.entry import get_entry
     from zoo.core.generator import runtime_greedy
+    from zoo.core.isolate import run_isolated
     from zoo.lab.expected import RAN_EXACT, current_target, expected, mismatch
-    from zoo.lab.isolate import run_isolated
     from zoo.reference import greedy_reference_logits
 
     asset = assets[variant, strategy, layout]
@@ -193,8 +181,8 @@ def check_layout_computes_the_same(
     import numpy as np
 
     from zoo.core.generator import runtime_feed_logits
+    from zoo.core.isolate import run_isolated
     from zoo.core.spec import DecodeSpec
-    from zoo.lab.isolate import run_isolated
 
     other, whole = assets[variant, strategy, layout], assets[variant, strategy]
     spec, asked = DecodeSpec.of_asset(other), TEST_LAYOUTS[layout]
@@ -316,7 +304,7 @@ def check_window_shorter_than_the_cache(
     from zoo.core.eager import torch_logits
     from zoo.core.entry import get_entry
     from zoo.core.generator import runtime_greedy
-    from zoo.lab.isolate import run_isolated
+    from zoo.core.isolate import run_isolated
     from zoo.reference import greedy_reference_logits
 
     entry = get_entry(model)
@@ -384,7 +372,7 @@ def check_real_perplexity(real: tuple, name: str) -> None:
     within 0.5% (`zoo.quality`), and its top-1 tokens are eager's."""
     import numpy as np
 
-    from zoo.lab.isolate import run_isolated
+    from zoo.core.isolate import run_isolated
     from zoo.quality import SCORED, eager_logits, perplexity, runtime_logits, scores, text_ids
 
     _, asset = real

@@ -87,9 +87,9 @@ def check_experts_compressed_stacked(checkpoint, directory, prompt: list[int] | 
     from zoo.core.entry import load
     from zoo.core.experts import StackedExperts
     from zoo.core.generator import runtime_greedy
+    from zoo.core.isolate import run_isolated
     from zoo.core.plan import plan_export
     from zoo.core.run import run_plan
-    from zoo.lab.isolate import run_isolated
 
     directory = Path(directory)
     model = load(checkpoint, capacity=64, compress="int4-block32", experts="chosen")

@@ -18,8 +18,8 @@ def check_int8_kv_cache(
     from zoo.core.eager import decode_spec, torch_logits
     from zoo.core.entry import get_entry
     from zoo.core.generator import runtime_feed_logits
+    from zoo.core.isolate import run_isolated
     from zoo.core.spec import DecodeSpec
-    from zoo.lab.isolate import run_isolated
 
     asset = assets[variant, strategy, "int8-kv"]
     spec = DecodeSpec.of_asset(asset)

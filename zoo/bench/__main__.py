@@ -33,8 +33,8 @@ from zoo.core.runtime import COMPUTE_UNITS, default_compute_unit
 
 def run_profiles(shape_names: list[str], workdir: str, record_dir: str | None) -> dict:
     """Profile each shape in its own process; records `bench-profile-<shape>.json`."""
-    from zoo.lab.isolate import run_isolated
-    from zoo.site.records import write_record
+    from zoo.core.isolate import run_isolated
+    from zoo.core.records import write_record
 
     results = {}
     for name in shape_names:
@@ -58,8 +58,8 @@ def run_chunks(
     the same process; records `bench-chunks-<shape>.json`. What it finds is the platform's
     default chunk (`zoo.core.layout.DEFAULT_CHUNK`)."""
     from zoo.bench.chunks import PROMPTS, chunk_choice, first_token_s
-    from zoo.lab.isolate import run_isolated
-    from zoo.site.records import write_record
+    from zoo.core.isolate import run_isolated
+    from zoo.core.records import write_record
 
     results = {}
     for name in shape_names:
@@ -117,7 +117,7 @@ def run_chunks(
 def run_matmul(repeats: int, record_dir: str | None, **sizes) -> list[dict]:
     """`zoo.bench.matmul` rows; records `bench-matmul.json`."""
     from zoo.bench.matmul import matmul_rows
-    from zoo.site.records import write_record
+    from zoo.core.records import write_record
 
     say("one projection per formulation, timed at several prefill row counts ...")
     rows = matmul_rows(repeats=repeats, **sizes)
@@ -157,8 +157,8 @@ def run_bench(
     timeout: float = 1800,
 ) -> dict[str, dict]:
     """Bench every cell of every shape, each in its own process; returns results by shape."""
-    from zoo.lab.isolate import cached_call, run_isolated
-    from zoo.site.records import write_record
+    from zoo.core.isolate import cached_call, run_isolated
+    from zoo.core.records import write_record
 
     say(f"measuring memory read bandwidth (compute unit {default_compute_unit()}) ...")
     bandwidth = measure_read_bandwidth()

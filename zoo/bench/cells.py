@@ -1,5 +1,5 @@
 """One bench cell (shape x KV strategy x layout) and one profile cell, each meant to run in a
-process of its own (`zoo.lab.isolate.run_isolated`): the runtime can crash."""
+process of its own (`zoo.core.isolate.run_isolated`): the runtime can crash."""
 
 from __future__ import annotations
 

@@ -97,7 +97,7 @@ def export_cell(model: str, checkpoint: str, preset: str, asset: str, reference:
 def full_size_rows(model: str, presets: list[str], workdir: Path) -> dict:
     """Write (or reuse) the checkpoint, the fp32 reference, then one export per preset."""
     from zoo.bench.checkpoints import released_config, write_random_checkpoint
-    from zoo.lab.isolate import run_isolated
+    from zoo.core.isolate import run_isolated
 
     released = FULL_SIZE[model][0]
     say(f"{released}: bf16 random-weight checkpoint in {workdir} ...")
@@ -161,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
     args.workdir.mkdir(parents=True, exist_ok=True)
     result = full_size_rows(args.model, presets, args.workdir)
     if args.record:
-        from zoo.site.records import write_record
+        from zoo.core.records import write_record
 
         path = write_record(args.record, f"bench-compression-{released}", result)
         say(f"recorded {path}")

@@ -128,7 +128,7 @@ def host_cell(
 
 
 def main(argv: list[str] | None = None) -> int:
-    from zoo.lab.isolate import run_isolated
+    from zoo.core.isolate import run_isolated
 
     parser = argparse.ArgumentParser(prog="python -m zoo.bench.host", description=__doc__)
     parser.add_argument("--shapes", default=",".join(SHAPE_NAMES))
@@ -143,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
             rows.append({**row, "outcome": "ran" if outcome.ok else outcome.summary()})
             print(rows[-1], file=sys.stderr, flush=True)
     if args.record:
-        from zoo.site.records import write_record
+        from zoo.core.records import write_record
 
         print(write_record(args.record, "bench-host", {"rows": rows}))
     return 0 if all(row["outcome"] == "ran" for row in rows) else 1

@@ -129,7 +129,7 @@ def ranges_cell(
 
 
 def main(argv: list[str] | None = None) -> int:
-    from zoo.lab.isolate import run_isolated
+    from zoo.core.isolate import run_isolated
 
     parser = argparse.ArgumentParser(prog="python -m zoo.bench.ranges", description=__doc__)
     parser.add_argument("--shapes", default=",".join(SHAPE_NAMES))
@@ -185,7 +185,7 @@ def main(argv: list[str] | None = None) -> int:
                     say(f"  {rows[-1]}")
     if args.record:
         from zoo.core.layout import default_layout
-        from zoo.site.records import write_record
+        from zoo.core.records import write_record
 
         name = "bench-ranges"
         if args.weights_layout not in ("auto", default_layout()["weights"]):

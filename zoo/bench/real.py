@@ -5,35 +5,13 @@ cache). What each preset costs is `zoo.quality`'s record.
 
 from __future__ import annotations
 
-import statistics
-import time
 from pathlib import Path
-
-from zoo.reference import reference_model
-
-
-def eager_decode_ms(entry: str, checkpoint: str | Path, ids: list[int], steps: int) -> float:
-    """Median ms of a decode step of transformers' model (fp32, torch eager, KV cache)."""
-    import torch
-
-    from zoo.core.entry import get_entry
-
-    model = reference_model(get_entry(entry), checkpoint)
-    times = []
-    with torch.no_grad():
-        out = model(torch.tensor([ids]), use_cache=True)
-        for _ in range(steps):
-            token = out.logits[:, -1:].argmax(-1)
-            started = time.perf_counter()
-            out = model(token, past_key_values=out.past_key_values, use_cache=True)
-            times.append(time.perf_counter() - started)
-    return 1000 * statistics.median(times)
 
 
 def write_real_record(name: str, rows: list[dict], directory: str | Path) -> Path:
     """The record of the texts a real model's recipe decoded (`real-NAME`): the same on
     every run, so the tests compare it; what each preset costs is `zoo.quality`'s record."""
-    from zoo.site.records import write_record
+    from zoo.core.records import write_record
 
     texts = [{k: v for k, v in row.items() if k != "tokens"} for row in rows]
     return write_record(directory, f"real-{name}", {"texts": texts})

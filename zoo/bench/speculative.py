@@ -21,7 +21,7 @@ import argparse
 import json
 import sys
 
-from zoo.lab.isolate import run_isolated
+from zoo.core.isolate import run_isolated
 
 TEXT = (
     "The committee met on Tuesday to review the budget for the coming year. After a long "
@@ -137,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
             calls.append(cost)
     results = {"preset": "fp32", "new tokens": NEW_TOKENS, "rows": rows, "calls": calls}
     if args.record:
-        from zoo.site.records import write_record
+        from zoo.core.records import write_record
 
         print(f"wrote {write_record(args.record, 'bench-speculative', results)}")
     return 0

@@ -105,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
     for row in rows:
         print(row)
     if args.record:
-        from zoo.site.records import write_record
+        from zoo.core.records import write_record
 
         results = {"command": "zoo " + " ".join(COMMAND), "rows": rows}
         print(write_record(args.record, "bench-startup", results))

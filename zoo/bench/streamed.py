@@ -28,7 +28,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from zoo.lab.isolate import run_isolated
+from zoo.core.isolate import run_isolated
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -168,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
     results = {"export": full, "cut": cuts}
     say(json.dumps(results, indent=2))
     if args.record:
-        from zoo.site.records import write_record
+        from zoo.core.records import write_record
 
         write_record(args.record, "export-streamed", results)
     if not args.keep:

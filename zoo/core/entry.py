@@ -302,9 +302,8 @@ def all_entries() -> dict[str, ModelEntry]:
     import importlib
     import pkgutil
 
-    import zoo
-
-    for module in pkgutil.iter_modules(zoo.__path__):
+    packages = Path(__file__).resolve().parents[1]  # zoo/: the floor above, not imported
+    for module in pkgutil.iter_modules([str(packages)]):
         if module.ispkg and (Path(module.module_finder.path) / module.name / "model.py").exists():
             importlib.import_module(f"zoo.{module.name}")
     return dict(sorted(ENTRIES.items()))

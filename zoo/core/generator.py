@@ -323,7 +323,7 @@ class Generator:
         self.close()
 
 
-# -- one call of the runtime, whole: what a child process runs (`zoo.lab.isolate.run_isolated`)
+# -- one call of the runtime, whole: what a child process runs (`zoo.core.isolate.run_isolated`)
 # and returns as plain lists (a runtime crash then kills the child, not the caller)
 
 

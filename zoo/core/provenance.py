@@ -6,6 +6,7 @@ import datetime as _dt
 import importlib.metadata as _meta
 import platform as _platform
 
+ZOO_VERSION = "0.1.0"  # pyproject.toml's; `zoo.__version__`
 PACKAGES = ("torch", "coreai-torch", "coreai-core", "numpy", "transformers")
 
 
@@ -25,15 +26,13 @@ def platform_name() -> str:
 
 def provenance(compute_unit: str | None = None) -> dict:
     """Platform, OS build, chip, compute unit, package versions and the UTC time."""
-    from zoo import __version__
-
     info = {
         "platform": platform_name(),
         "os": _platform.platform(),
         "machine": _platform.machine(),
         "processor": _platform.processor() or _platform.machine(),
         "python": _platform.python_version(),
-        "zoo": __version__,
+        "zoo": ZOO_VERSION,
         "packages": {name: package_version(name) for name in PACKAGES},
         "date": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
     }

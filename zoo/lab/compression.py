@@ -88,7 +88,7 @@ def check_preset(model: str, preset: str, strategy: str, workdir: str) -> dict:
 
 def compression_row(model: str, preset: str, strategy: str, workdir: str | Path) -> dict:
     """`check_preset` in a process of its own, computed once per test session."""
-    from zoo.lab.isolate import cached_call, run_isolated
+    from zoo.core.isolate import cached_call, run_isolated
 
     sources = sorted(ZOO.rglob("*.py"))
     outcome = cached_call(

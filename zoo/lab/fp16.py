@@ -72,8 +72,8 @@ def fp16_on_runtime(name: str, ids: list[int]) -> list[dict]:
 
     from zoo.core.decode import export_model
     from zoo.core.entry import get_entry
+    from zoo.core.isolate import run_isolated
     from zoo.fetch import fetch, get_real_model
-    from zoo.lab.isolate import run_isolated
     from zoo.quality import scores
 
     checkpoint, entry = fetch(name), get_entry(get_real_model(name).entry)

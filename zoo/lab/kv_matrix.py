@@ -20,10 +20,10 @@ import torch
 from torch import nn
 
 from zoo.core.export import export
+from zoo.core.isolate import cached_call, check_close, run_isolated
 from zoo.core.kv import KVStrategy, get_strategy
 from zoo.core.layers import attend
 from zoo.core.runtime import Model, states_to_numpy
-from zoo.lab.isolate import cached_call, check_close, run_isolated
 from zoo.lab.kv_cells import HostCache
 
 # What a cell's outcome depends on, for the per-session result cache.

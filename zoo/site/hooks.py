@@ -178,7 +178,7 @@ def status_box(name: str, record: dict, device_records: list[Path]) -> str:
 
 
 def _devices(records_dir: Path, name: str) -> list[Path]:
-    """Records of `name` measured on other devices, merged by `zoo.site.records merge`."""
+    """Records of `name` measured on other devices, merged by `zoo.core.records merge`."""
     return sorted(records_dir.glob(f"devices/*/{name}.json"))
 
 
@@ -315,7 +315,7 @@ def _load(records_dir: Path, name: str) -> dict:
     path = records_dir / f"{name}.json"
     if not path.exists():
         raise FileNotFoundError(
-            f"no record {path}; generate it with `make records` (python -m zoo.site.records "
+            f"no record {path}; generate it with `make records` (python -m zoo.core.records "
             "regenerate), or `make bench` for a bench-* record"
         )
     return json.loads(path.read_text())

@@ -114,8 +114,8 @@ def code_key(*extra: str) -> str:
 
 
 def recipe_arguments(path: Path, records: Path) -> list[str]:
-    """`--record DIR` for a recipe that writes records (`zoo.site.records.GENERATORS`)."""
-    from zoo.site.records import GENERATORS
+    """`--record DIR` for a recipe that writes records (`zoo.core.records.GENERATORS`)."""
+    from zoo.core.records import GENERATORS
 
     writes = any(
         (ROOT / script).resolve() == path and not extra for script, extra in GENERATORS.values()

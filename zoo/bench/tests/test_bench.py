@@ -172,7 +172,7 @@ def test_chunk_choice_weighs_the_remainder_that_decode_reads():
 
 def test_ranges_bench_times_prefill_over_layer_ranges(tmp_path):
     from zoo.bench.ranges import ranges_cell
-    from zoo.lab.isolate import run_isolated
+    from zoo.core.isolate import run_isolated
 
     outcome = run_isolated(ranges_cell, "qwen3_5-tiny", 2, 4, str(tmp_path), (4, 16), timeout=600)
     assert outcome.ok, outcome.summary()

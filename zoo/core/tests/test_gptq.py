@@ -92,8 +92,8 @@ def test_a_gptq_asset_answers_as_its_eager_model_at_the_size_of_rounding(calibra
     from zoo.core.entry import load
     from zoo.core.generator import runtime_greedy
     from zoo.core.gptq import calibration_windows
+    from zoo.core.isolate import run_isolated
     from zoo.core.run import export
-    from zoo.lab.isolate import run_isolated
 
     checkpoint, text, directory = calibrated_case
     asset = export(

@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
+from zoo.core.isolate import run_isolated
 from zoo.core.speculative import lookup_draft
-from zoo.lab.isolate import run_isolated
 from zoo.reference import make_tiny_checkpoint
 
 

@@ -346,7 +346,7 @@ def test_export_refuses_repeated_names(tmp_path):
 
 
 def test_records_merge_refuses_a_platform_that_is_a_path(tmp_path):
-    from zoo.site.records import RecordError, merge
+    from zoo.core.records import RecordError, merge
 
     source = tmp_path / "records"
     source.mkdir()
@@ -369,7 +369,7 @@ def test_records_merge_refuses_a_platform_that_is_a_path(tmp_path):
 
 
 def test_isolated_exit_codes_and_paths_are_reported(tmp_path):
-    from zoo.lab.isolate import run_isolated
+    from zoo.core.isolate import run_isolated
 
     outcome = run_isolated(sys.exit, 3)
     assert outcome.status == "error" and "sys.exit(3)" in outcome.detail

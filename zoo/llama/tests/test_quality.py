@@ -16,7 +16,7 @@ from zoo.core.compress import get_preset, mixed
 from zoo.core.decode import export_model
 from zoo.core.eager import torch_logits
 from zoo.core.generator import Generator
-from zoo.lab.isolate import run_isolated
+from zoo.core.isolate import run_isolated
 from zoo.llama import load_llama
 from zoo.quality import perplexity, runtime_costs, runtime_logits
 from zoo.targets import targets

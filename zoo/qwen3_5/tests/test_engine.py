@@ -116,8 +116,8 @@ def test_the_bundle_follows_apples_contract(bundle, checkpoints):
 
 def test_the_bundle_decodes_like_transformers(bundle, checkpoints):
     """Context 2,100 (traced at 2,048), prefill chunks of 4, decode through `main`."""
+    from zoo.core.isolate import run_isolated
     from zoo.lab.expected import RAN_EXACT, current_target, expected, mismatch
-    from zoo.lab.isolate import run_isolated
 
     reference = reference_model("qwen3_5", checkpoints["4-layer"])
     with torch.no_grad():

@@ -4,7 +4,7 @@ import sys
 
 import pytest
 
-from zoo.lab.isolate import Outcome, run_isolated, run_script
+from zoo.core.isolate import Outcome, run_isolated, run_script
 
 from . import isolate_targets as targets
 
@@ -86,8 +86,8 @@ def test_gpu_and_ane_runs_are_serialized(unit, serialized):
 def test_a_crashing_child_leaves_no_temporary_files(tmp_path, monkeypatch):
     import tempfile
 
-    from zoo.lab.isolate import run_isolated
-    from zoo.lab.tests import isolate_targets
+    from zoo.core.isolate import run_isolated
+    from zoo.core.tests import isolate_targets
 
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     outcome = run_isolated(isolate_targets.leave_temp_files_and_die)
@@ -100,7 +100,7 @@ def test_a_script_that_isolates_its_own_function_at_top_level_is_named(tmp_path)
     would run it again, and start a child of its own, without end; refused by name."""
     script = tmp_path / "recipe.py"
     script.write_text(
-        "from zoo.lab.isolate import run_isolated\n"
+        "from zoo.core.isolate import run_isolated\n"
         "def work():\n    return 1\n"
         "outcome = run_isolated(work, timeout=60)\n"
         "print(outcome.status, outcome.detail)\n"

@@ -1,7 +1,7 @@
 """Records: results measured by code in this repo, with where and when they were measured.
 
 Pages render their tables from records committed under `docs/records/`, never from numbers
-typed by hand. `python -m zoo.site.records regenerate` (`make records`) measures them again on
+typed by hand. `python -m zoo.core.records regenerate` (`make records`) measures them again on
 this platform.
 """
 
@@ -129,7 +129,7 @@ def load_record(name: str, directory: str | os.PathLike = RECORDS_DIR) -> dict:
         known = sorted(p.stem for p in Path(directory).glob("*.json"))
         raise FileNotFoundError(
             f"no record {name!r} in {directory} (have {known}); generate it with "
-            f"`make records` or `python -m zoo.site.records regenerate {name}`"
+            f"`make records` or `python -m zoo.core.records regenerate {name}`"
         )
     return json.loads(path.read_text())
 
@@ -220,7 +220,7 @@ def merge(source: str | os.PathLike, destination: Path = DEVICES_DIR, replace: b
 def main(argv: list[str] | None = None) -> int:
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python -m zoo.site.records")
+    parser = argparse.ArgumentParser(prog="python -m zoo.core.records")
     commands = parser.add_subparsers(dest="command", required=True)
     regen = commands.add_parser("regenerate", help="measure the Linux records the pages render")
     regen.add_argument("names", nargs="*", help=f"default: all of {sorted(GENERATORS)}")

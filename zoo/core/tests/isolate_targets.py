@@ -6,7 +6,7 @@ import time
 
 import numpy as np
 
-from zoo.lab.isolate import check_close
+from zoo.core.isolate import check_close
 
 
 def add(a: int, b: int) -> dict:

@@ -132,7 +132,7 @@ def run_isolated(
         child_tmp = Path(tmp) / "tmp"
         child_tmp.mkdir()
         env = {**(env if env is not None else os.environ), "TMPDIR": str(child_tmp)}
-        command = [sys.executable, "-m", "zoo.lab.isolate", str(call), str(result)]
+        command = [sys.executable, "-m", "zoo.core.isolate", str(call), str(result)]
         outcome = _run(command, timeout, env)
         if outcome.status == CRASHED and result.exists():
             # The callable returned, then the process died (e.g. while shutting down).
@@ -323,7 +323,7 @@ def _jsonable(value: Any) -> Any:
 if __name__ == "__main__":
     # Through the package, not this __main__ module, so `WrongNumbers` is the class that
     # callables raise.
-    from zoo.lab.isolate import _child as child
+    from zoo.core.isolate import _child as child
 
     sys.exit(child(*sys.argv[1:]))
 
