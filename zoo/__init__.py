@@ -15,7 +15,9 @@ The public API, imported on first use (so `from zoo import Generator` imports no
 (`zoo.core.*`) stay importable.
 """
 
-from zoo.core.provenance import ZOO_VERSION as __version__  # noqa: E402
+from zoo.core.provenance import ZOO_VERSION  # noqa: E402
+
+__version__ = ZOO_VERSION
 
 # Library warnings no zoo user can act on stay out of the output (ZOO_DEBUG=1 shows them).
 from zoo.core.quiet import quiet_loggers  # noqa: E402

@@ -6,31 +6,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-from zoo.core.files import inside, read_json
+from zoo.core.files import inside, read_json, read_json_and_digest
 
 METADATA_KEY = "zoo"  # the asset metadata's section the zoo writes
-
-
-def decode_capacity(path: Path) -> int | None:
-    """The KV capacity a zoo decoder was exported with, if the asset says."""
-    try:
-        metadata = json.loads((path / "metadata.json").read_text())
-        return int(metadata["creatorDefinedMetadata"]["zoo"]["decode"]["capacity"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-
-
-def asset_parts(path: Path) -> list[Path]:
-    """The parts of an asset exported range by range (`zoo.core.stream`), in order: each a
-    complete asset of its own inside this one; [] for an asset in one piece."""
-    try:
-        metadata = json.loads((path / "metadata.json").read_text())
-        parts = metadata["creatorDefinedMetadata"][METADATA_KEY].get("parts") or {}
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        return []
-    return [inside(path, name, f"{path}/metadata.json") for name in parts]
 
 
 def read_metadata(path: str | os.PathLike) -> dict:
@@ -92,41 +73,125 @@ class AssetError(ValueError):
 HASH_LIMIT = 256 * 1024 * 1024
 
 
-def verify_asset(path: Path, full: bool | None = None) -> None:
-    """Check an asset before the runtime opens it.
+@dataclass(frozen=True)
+class OpenedAsset:
+    """An asset on disk, opened once: its metadata.json read (once), its zoo section, its
+    parts (an asset exported range by range) and its components. `Generator`,
+    `Model.load`, `DecodeSpec.of_asset` and `zoo generate` take this object, so nothing
+    reads the metadata twice; `verified()` checks the files against the manifest before
+    the runtime sees them (a damaged program kills the process that loads it)."""
+
+    path: Path
+    section: dict | None  # the zoo's section of metadata.json; None: exported elsewhere
+    digest: str  # sha256 of metadata.json as read (a part's is recorded in its whole)
+    parts: tuple[OpenedAsset, ...] = ()
+    checked: bool = False  # every file checked against the manifest (`verified`)
+
+    @property
+    def decode(self) -> dict | None:
+        """The decode spec's fields as stored (`zoo.core.spec.DecodeSpec`)."""
+        return (self.section or {}).get("decode")
+
+    @property
+    def capacity(self) -> int | None:
+        """The KV capacity a zoo decoder was exported with, if the asset says."""
+        try:
+            return int(self.decode["capacity"])
+        except (KeyError, TypeError, ValueError):
+            return None
+
+    @property
+    def components(self) -> dict[str, dict]:
+        """Named components, each with its functions, states and sidecar files: the zoo
+        writes them (`components` in metadata.json); an asset from before has one, the
+        decoder."""
+        section = self.section or {}
+        if "components" in section:
+            return section["components"]
+        return {"decoder": component_of(section, [p.section or {} for p in self.parts])}
+
+    def verified(self, full: bool | None = None) -> OpenedAsset:
+        """This asset with every file checked against its manifest (each part's too):
+        missing, truncated or altered files refused by name. `full`: hash every file, not
+        only those up to `HASH_LIMIT` (default: `ZOO_VERIFY`)."""
+        if self.checked:
+            return self
+        hint = ": the asset is damaged; export it again"
+        full = verify_mode() == "full" if full is None else full
+        if self.section is None:  # exported elsewhere: a presence check
+            if not [p for p in self.path.glob("*.mlirb") if p.stat().st_size > 0]:
+                raise AssetError(f"{self.path} has no program (*.mlirb){hint}")
+            return replace(self, checked=True)
+        _check_files(self.path, self.section["files"], full, hint)
+        recorded = self.section.get("parts") or {}
+        for part in self.parts:
+            if part.digest != recorded.get(part.path.name):
+                raise AssetError(f"{part.path} is not the part this asset was exported with{hint}")
+        parts = tuple(part.verified(full) for part in self.parts)
+        return replace(self, parts=parts, checked=True)
+
+
+def component_of(section: dict, parts: list[dict] = ()) -> dict:
+    """One component of an asset's zoo section: the functions its entry points name (its
+    parts' when streamed), the states they hold, the sidecar files beside them."""
+    entry_points = {}
+    for held in (section, *parts):
+        entry_points.update(held.get("entry_points") or {})
+    states = sorted({s for e in entry_points.values() for s in e.get("states") or []})
+    sidecars = sorted(
+        s.get("file") for s in ((section.get("decode") or {}).get("sidecars") or {}).values()
+    )
+    return {"functions": sorted(entry_points), "states": states, "sidecars": sidecars}
+
+
+def open_asset(
+    path: str | os.PathLike | OpenedAsset, verify: bool = True, full: bool | None = None
+) -> OpenedAsset:
+    """Open an asset: metadata.json read once (each part's once); with `verify`, every file
+    checked before the runtime opens it (`OpenedAsset.verified`).
 
     Assets the zoo exported carry a manifest (every file's size and sha256) in their
     metadata: a missing, truncated or altered file is refused here with its name. Other
-    assets only get a presence check (metadata.json and a non-empty program file).
+    assets only get a presence check (metadata.json and a non-empty program file). An
+    `OpenedAsset` is returned as it is (verified if asked).
     """
+    if isinstance(path, OpenedAsset):
+        return path.verified(full) if verify else path
+    path = Path(path)
     if not path.is_dir():
         raise FileNotFoundError(
-            f"{path} is not a Core AI asset (a directory with metadata.json, as written by "
-            "zoo.core.export); export one first"
+            f"no asset at {path} (an asset is a folder with metadata.json): export one first "
+            f"(zoo export CHECKPOINT {path.name})"
         )
     hint = ": the asset is damaged; export it again"
-    metadata = read_json(path / "metadata.json", f" ({path} is not a complete asset{hint[1:]})")
+    metadata, digest = read_json_and_digest(
+        path / "metadata.json", f" ({path} is not a complete asset{hint[1:]})"
+    )
     zoo = (metadata.get("creatorDefinedMetadata") or {}).get(METADATA_KEY)
     manifest = zoo.get("files") if isinstance(zoo, dict) else None
     if zoo is not None and not isinstance(manifest, dict):  # the zoo always writes one
         raise AssetError(f"{path}/metadata.json has lost its list of files{hint}")
-    if manifest is None:  # an asset exported elsewhere
-        programs = [p for p in path.glob("*.mlirb") if p.stat().st_size > 0]
-        if not programs:
-            raise AssetError(f"{path} has no program (*.mlirb){hint}")
-        return
-    if "sha256" not in zoo:
+    if zoo is not None and "sha256" not in zoo:
         raise AssetError(
             f"{path} was exported by an older zoo (its metadata.json carries no sha256 of "
             "itself, so an edit cannot be told apart): export it again"
         )
-    if zoo.get("sha256") != section_digest(zoo):
+    if zoo is not None and zoo.get("sha256") != section_digest(zoo):
         raise AssetError(
             f"{path}/metadata.json was edited since the export (the sha256 of its zoo section "
             f"differs){hint}"
         )
-    full = verify_mode() == "full" if full is None else full
-    parts = zoo.get("parts") or {}
+    parts = []
+    for name in (zoo or {}).get("parts") or {}:  # each a complete asset of its own
+        part = inside(path, name, "metadata.json")
+        if not (part / "metadata.json").is_file():
+            raise AssetError(f"{part} is missing{hint}")
+        parts.append(open_asset(part, verify=False))
+    opened = OpenedAsset(path, zoo, digest, tuple(parts))
+    return opened.verified(full) if verify else opened
+
+
+def _check_files(path: Path, manifest: dict, full: bool, hint: str) -> None:
     unlisted = sorted(
         p.name
         for p in path.iterdir()
@@ -143,13 +208,11 @@ def verify_asset(path: Path, full: bool | None = None) -> None:
             raise AssetError(f"{file} has {size} bytes, {recorded['size']} were written{hint}")
         if (full or size <= HASH_LIMIT) and file_digest(file) != recorded["sha256"]:
             raise AssetError(f"{file} was altered since the export (sha256 differs){hint}")
-    for name, digest in parts.items():  # each part: its own manifest, itself recorded here
-        part = inside(path, name, "metadata.json")
-        if not (part / "metadata.json").is_file():
-            raise AssetError(f"{part} is missing{hint}")
-        if file_digest(part / "metadata.json") != digest:
-            raise AssetError(f"{part} is not the part this asset was exported with{hint}")
-        verify_asset(part, full)
+
+
+def verify_asset(path: Path, full: bool | None = None) -> None:
+    """Check an asset's files before the runtime opens it (`open_asset`)."""
+    open_asset(path, True, full)
 
 
 VERIFY_MODES = ("", "full")

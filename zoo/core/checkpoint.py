@@ -99,12 +99,15 @@ def read_checkpoint_config(
     multimodal_type: str | None,
     family: str,
     refused: dict[str, str],
+    raw: dict | None = None,
 ) -> CheckpointConfig:
-    """config.json (and generation_config.json, if any) of a checkpoint directory."""
+    """config.json (and generation_config.json, if any) of a checkpoint directory; `raw`:
+    its config.json as already read (a plan reads it once)."""
     directory = Path(directory)
     if not directory.is_dir():
         raise FileNotFoundError(f"{directory} is not a directory: pass a checkpoint directory")
-    raw = read_json(directory / "config.json", ": is it a checkpoint directory?")
+    if raw is None:
+        raw = read_json(directory / "config.json", ": is it a checkpoint directory?")
     config = split_config(raw, text_types, multimodal_type, family, refused)
     if (directory / "generation_config.json").exists():
         config.generation = read_json(directory / "generation_config.json")
@@ -155,9 +158,10 @@ class DecoderConfig:
         return cls.from_checkpoint_config(split_config(raw, *cls._types()))
 
     @classmethod
-    def from_checkpoint(cls, directory: str | Path):
-        """From a checkpoint directory: config.json and generation_config.json."""
-        return cls.from_checkpoint_config(read_checkpoint_config(directory, *cls._types()))
+    def from_checkpoint(cls, directory: str | Path, raw: dict | None = None):
+        """From a checkpoint directory: config.json (or `raw`, the object read from it) and
+        generation_config.json."""
+        return cls.from_checkpoint_config(read_checkpoint_config(directory, *cls._types(), raw))
 
     def settle_plain_fields(self) -> list[str]:
         """For the plain decoders' fields (Llama, Qwen3, OLMo 2): KV heads, head dim, RoPE

@@ -169,6 +169,7 @@ def generate_command(args) -> int:
 
 
 def _generate_command(args, interruption: Interruption) -> int:
+    from zoo.core.asset import open_asset
     from zoo.core.request import GenerationRequest
     from zoo.core.spec import DecodeSpec
     from zoo.core.text import encode_prompt, is_bundle, load_tokenizer, tokenizer_path
@@ -177,8 +178,11 @@ def _generate_command(args, interruption: Interruption) -> int:
     if chat and args.prompt is None:
         raise ValueError("--chat and --system take the user's turn as --prompt text")
     bundle = is_bundle(args.asset)
-    spec = None if bundle else DecodeSpec.of_asset(args.asset)  # checked before loading
-    path = tokenizer_path(args.asset, args.tokenizer) if args.prompt is not None else None
+    # opened once (metadata.json read once): the spec, the tokenizer, the load (which
+    # checks the files)
+    asset = None if bundle else open_asset(args.asset, verify=False)
+    spec = None if bundle else DecodeSpec.of_asset(asset)  # checked before loading
+    path = tokenizer_path(asset or args.asset, args.tokenizer) if args.prompt is not None else None
     tokenizer = load_tokenizer(path) if path is not None else None
     if tokenizer is not None:
         prompt_ids = encode_prompt(tokenizer, path.parent, args.prompt, chat, args.system)
@@ -189,6 +193,7 @@ def _generate_command(args, interruption: Interruption) -> int:
     )
     if spec is not None:
         request = request.fitted(spec)  # refused here, before the model loads
+    draft = None
     if args.speculate:
         from zoo.core.speculative import check_kv_only, check_rewindable, check_same_vocabulary
 
@@ -196,14 +201,15 @@ def _generate_command(args, interruption: Interruption) -> int:
             raise ValueError("--speculate decodes an asset of `zoo export`")
         check_rewindable(spec)
         if args.speculate.startswith("draft:"):
-            draft = Path(args.speculate.removeprefix("draft:"))
+            draft = open_asset(args.speculate.removeprefix("draft:"), verify=False)
             check_kv_only(DecodeSpec.of_asset(draft))  # names a missing or foreign folder
-            check_same_vocabulary(args.asset, draft)
+            check_same_vocabulary(args.asset, draft.path)
     interruption.check()
-    return _generate(args, request, tokenizer, bundle, interruption)
+    return _generate(args, request, tokenizer, asset, interruption, draft)
 
 
-def _generate(args, request, tokenizer, bundle: bool, interruption: Interruption) -> int:
+def _generate(args, request, tokenizer, asset, interruption: Interruption, draft=None) -> int:
+    """Load `asset` (an `OpenedAsset`; None: a bundle of Apple's engine) and decode."""
     from zoo.core.compute_unit import specialization
     from zoo.core.quiet import runtime_chatter_hidden
     from zoo.core.runtime import default_compute_unit
@@ -212,24 +218,24 @@ def _generate(args, request, tokenizer, bundle: bool, interruption: Interruption
     specialization(compute_unit)  # one this platform has: refused before "loading"
     say(f"loading {args.asset.name} (compute unit {compute_unit})")
     started = time.perf_counter()
-    drafter, speculate = None, args.speculate
+    drafter = None
     with runtime_chatter_hidden():  # the runtime logs each function it loads
-        if bundle:  # run as Apple's engine is reported to (zoo.core.engine)
+        if asset is None:  # a bundle, run as Apple's engine is reported to (zoo.core.engine)
             from zoo.core.engine import EngineRunner
 
             runner = EngineRunner(args.asset, compute_unit=args.compute_unit)
         else:
             from zoo.core.generator import Generator
 
-            runner = Generator(args.asset, args.compute_unit)
+            runner = Generator(asset, args.compute_unit)
             runner.between_calls = interruption.check  # a long prefill is many calls
             # loaded now, with the runtime's log hidden, not announced in the answer
             if args.speculate:
                 runner.functions.load_all()  # every verify width too
             else:
                 runner.functions["prefill"]
-            if speculate and speculate.startswith("draft:"):
-                drafter = Generator(speculate.removeprefix("draft:"), args.compute_unit)
+            if draft is not None:
+                drafter = Generator(draft, args.compute_unit)
                 drafter.functions.load_all()
     with runner as generator, drafter or contextlib.nullcontext():
         interruption.check()
@@ -258,7 +264,7 @@ def _generate(args, request, tokenizer, bundle: bool, interruption: Interruption
         started = time.perf_counter()
         notes: list[str] = []
         try:
-            new = _run(generator, request, show, speculate, notes, drafter)
+            new = _run(generator, request, show, args.speculate, notes, drafter)
         finally:
             if shown:  # the answer ends its line; an error goes on a line of its own
                 print(flush=True)

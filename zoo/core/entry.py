@@ -82,6 +82,7 @@ class ModelEntry:
         only: Callable[[str], bool] | None = None,
         experts: str | None = None,
         calibration: list[list[int]] | None = None,
+        config=None,
         **options,
     ) -> nn.Module:
         """A ready-to-export decoder (eval mode, float32) with the checkpoint's weights.
@@ -97,7 +98,9 @@ class ModelEntry:
         module per expert as they are read, and a compressing preset compresses the stacks
         (`zoo.core.experts.stack_experts`), so GatherMM reads compressed codes. A calibrated
         preset (`gptq:...`) loads float32, runs the `calibration` windows of token ids and
-        compresses with GPTQ's codes (`zoo.core.gptq`)."""
+        compresses with GPTQ's codes (`zoo.core.gptq`). `config`: the checkpoint's config as
+        a plan already read it (`ExportPlan.config`), else read here."""
+        import copy
         import tempfile
 
         from zoo.core.compress import get_preset
@@ -108,7 +111,8 @@ class ModelEntry:
         preset.check(self.name)
         preset.check_calibration(calibration)
 
-        config = self.config.from_checkpoint(directory)
+        # a copy of the plan's: a model may settle its config's fields as it builds
+        config = copy.deepcopy(config) if config else self.config.from_checkpoint(directory)
         check_capacity(capacity)
         layers = stored_layers(directory, self.checkpoint_name)
         if layers and layers != set(range(config.num_hidden_layers)):
@@ -274,6 +278,11 @@ def entry_for_checkpoint(directory: str | Path) -> ModelEntry:
     from zoo.core.files import read_json
 
     config = read_json(Path(directory) / "config.json", ": is it a checkpoint folder?")
+    return entry_for_config(config, directory)
+
+
+def entry_for_config(config: dict, directory: str | Path) -> ModelEntry:
+    """`entry_for_checkpoint` of a config.json already read (`config`, from `directory`)."""
     model_type = config.get("model_type")
     by_type = {
         kind: entry

@@ -3,6 +3,7 @@ file when it is missing or malformed. No torch: the host loop reads assets with 
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -13,18 +14,24 @@ class UnsupportedConfig(ValueError):
 
 def read_json(path: str | Path, what: str = "") -> dict:
     """A JSON object from `path`; a missing or malformed file is one line naming it."""
+    return read_json_and_digest(path, what)[0]
+
+
+def read_json_and_digest(path: str | Path, what: str = "") -> tuple[dict, str]:
+    """`read_json`, and the sha256 of the bytes it read (the file read once)."""
     path = Path(path)
     if path.exists() and not path.is_file():
         raise ValueError(f"{path} is not a regular file; put the {path.name} file there")
     try:
-        value = json.loads(path.read_text())
+        data = path.read_bytes()
+        value = json.loads(data.decode())
     except FileNotFoundError:
         raise FileNotFoundError(f"no {path.name} in {path.parent}{what}") from None
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
         raise ValueError(f"{path}: not valid JSON ({error}); fix or re-download it") from None
     if not isinstance(value, dict):
         raise ValueError(f"{path}: expected a JSON object, found {type(value).__name__}")
-    return value
+    return value, hashlib.sha256(data).hexdigest()
 
 
 def hub_blobs(folder: str | Path) -> Path | None:

@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from zoo.core.asset import OpenedAsset, open_asset
 from zoo.core.request import GenerationRequest, check_token_ids
 from zoo.core.runtime import Model
 from zoo.core.spec import ContextFullError, DecodeSpec
@@ -85,9 +86,12 @@ class Generator:
     ...     ids = generator.generate([2, 651, 6037], max_new_tokens=8)
     """
 
-    def __init__(self, asset: str | os.PathLike, compute_unit: str | None = None) -> None:
-        self.spec = DecodeSpec.of_asset(asset)
-        self.model = Model.load(asset, compute_unit)
+    def __init__(
+        self, asset: str | os.PathLike | OpenedAsset, compute_unit: str | None = None
+    ) -> None:
+        self.asset = open_asset(asset)  # metadata.json read once, the files checked
+        self.spec = DecodeSpec.of_asset(self.asset)
+        self.model = Model.load(self.asset, compute_unit)
         # each kind of call: one function, or one per layer range (zoo.core.ranges), loaded
         # when first called (the runtime holds a loaded function's expanded weights)
         self.functions = _Loaded(
@@ -106,7 +110,7 @@ class Generator:
             self.model,
             {span: self.spec.function_names("prefill", span) for span in self.spec.spans or []},
         )
-        self.sidecars = self.spec.open_sidecars(asset)  # rows looked up per token
+        self.sidecars = self.spec.open_sidecars(self.asset.path)  # rows looked up per token
         self.ran: list[str] = []  # the functions the last feed() or score() called, in order
         # called before each runtime call (a long prefill is many): `zoo generate` takes a
         # pending Ctrl-C there; what it raises ends the feed, the context then undefined

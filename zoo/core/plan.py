@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from zoo.core.memory import BYTES_PER_WEIGHT, CONVERTER_COPIES, OTHER_BYTES_PER_WEIGHT
@@ -51,6 +51,9 @@ class ExportPlan:
     # what the export may not do as asked: past this machine's memory (zoo.core.memory), a
     # context longer than the model's positions
     warnings: tuple[str, ...] = ()
+    # the checkpoint's config as the plan read it (config.json read once an export): the
+    # load takes it; not an option, not shown
+    config: object = field(default=None, repr=False, compare=False)
 
     @property
     def estimated_peak_bytes(self) -> int:
@@ -135,7 +138,8 @@ class ExportPlan:
         return "\n".join(f"{name:<{width}}  {value}" for name, value in rows)
 
     def as_dict(self) -> dict:
-        plan = asdict(self)
+        plan = asdict(replace(self, config=None))
+        del plan["config"]
         plan.update(checkpoint=str(self.checkpoint), output=str(self.output))
         return plan
 
@@ -172,13 +176,15 @@ def plan_export(
     calibrated preset (`gptq:int4-block64`) to choose its codes on. `kv_cache`: "fp32" or
     "int8" (`zoo.core.cache`). `first_layers`: export the first N decoder layers only, then
     the final norm and head (an early exit: a draft for `zoo generate --speculate draft:`)."""
-    from zoo.core.entry import entry_for_checkpoint, get_entry, stores_a_head
+    from zoo.core.entry import entry_for_config, get_entry, stores_a_head
+    from zoo.core.files import read_json
     from zoo.core.memory import stream_plan, streamable
     from zoo.core.weights import check_expert_count, values_per_layer
 
     checkpoint = Path(checkpoint)
-    found = get_entry(entry) if entry else entry_for_checkpoint(checkpoint)
-    config = found.config.from_checkpoint(checkpoint)  # refuses a bad config, naming the field
+    raw = read_json(checkpoint / "config.json", ": is it a checkpoint folder?")  # read once
+    found = get_entry(entry) if entry else entry_for_config(raw, checkpoint)
+    config = found.config.from_checkpoint(checkpoint, raw)  # refuses a bad field, by name
     if (checkpoint / "tokenizer.json").exists():  # copied into the asset: it must load
         from zoo.core.text import load_tokenizer
 
@@ -220,7 +226,7 @@ def plan_export(
         overwrite=overwrite,
         kv_cache=kv_cache,
     )
-    plan = replace(plan, first_layers=first_layers)
+    plan = replace(plan, first_layers=first_layers, config=config)
     positions = getattr(config, "trained_positions", None)
     if positions and plan.capacity > positions:
         warning = (

@@ -42,6 +42,7 @@ def run_plan(plan: ExportPlan, progress: Callable[[str], None] | None = None) ->
         progress=progress,
         experts=plan.experts,
         calibration=plan.calibration and calibration_windows(plan.checkpoint, plan.calibration),
+        config=plan.config,
         **options,
     )
     if plan.first_layers:

@@ -23,14 +23,13 @@ import sys
 import threading
 import weakref
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 from coreai.authoring.asset import AIModelAsset
 from coreai.runtime import NDArray
 
-from zoo.core.asset import asset_parts, decode_capacity, verify_asset
+from zoo.core.asset import OpenedAsset, open_asset
 from zoo.core.compute_unit import (  # noqa: F401 - where callers have imported them from
     COMPUTE_UNIT_ENV,
     COMPUTE_UNITS,
@@ -104,8 +103,11 @@ class Model:
     ...     outputs = step({"x": x}, states)
     """
 
-    def __init__(self, path: Path, compute_unit: str, loop: _LoopThread, loaded: list) -> None:
-        self.path = path
+    def __init__(
+        self, asset: OpenedAsset, compute_unit: str, loop: _LoopThread, loaded: list
+    ) -> None:
+        self.asset = asset
+        self.path = asset.path
         self.compute_unit = compute_unit
         self._loop = loop
         # (compiled artifact on Linux, loaded model): one, or one per part of an asset
@@ -113,19 +115,20 @@ class Model:
         self._loaded = loaded
         self._functions: dict[str, Function] = {}
         _OPEN_MODELS.add(self)
-        self.capacity = decode_capacity(path)  # zoo decoders: the KV cache's length
+        self.capacity = asset.capacity  # zoo decoders: the KV cache's length
 
     @classmethod
-    def load(cls, path: str | os.PathLike, compute_unit: str | None = None) -> Model:
-        """Load an asset (each part of one exported range by range) on `compute_unit`."""
-        path = Path(path)
+    def load(cls, path: str | os.PathLike | OpenedAsset, compute_unit: str | None = None) -> Model:
+        """Load an asset (each part of one exported range by range) on `compute_unit`;
+        a path is opened and checked first (`open_asset`: a damaged file would kill the
+        process inside the runtime), an `OpenedAsset` was."""
+        asset = open_asset(path)
         compute_unit = compute_unit or default_compute_unit()
-        verify_asset(path)  # a damaged file would kill the process inside the runtime
         options = specialization(compute_unit)
         loop = _LoopThread()
         loaded: list = []
         try:
-            for part in asset_parts(path) or [path]:
+            for part in [p.path for p in asset.parts] or [asset.path]:
                 if options is None:
                     context = AIModelAsset.load(part).executable()
                     loaded.append((context, loop.run(context.__aenter__())))
@@ -135,11 +138,11 @@ class Model:
                     loaded.append((None, loop.run(AIModel.load(part, options))))
         except BaseException:
             if loaded:  # released in order, the loop stopped
-                cls(path, compute_unit, loop, loaded).close()
+                cls(asset, compute_unit, loop, loaded).close()
             else:
                 loop.stop()
             raise
-        return cls(path, compute_unit, loop, loaded)
+        return cls(asset, compute_unit, loop, loaded)
 
     @property
     def function_names(self) -> list[str]:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from zoo.core.asset import read_metadata
+from zoo.core.asset import METADATA_KEY, OpenedAsset, open_asset, read_metadata
 from zoo.core.files import inside
 from zoo.core.kv import causal_mask, chunk_rows, get_strategy
 
@@ -182,27 +182,30 @@ class DecodeSpec:
         return next((span for span in self.spans or [] if end <= span), self.capacity)
 
     @classmethod
-    def of_asset(cls, asset: str | os.PathLike) -> DecodeSpec:
-        """The spec an asset's metadata.json holds, refused whole if it was damaged; one
-        part of an asset exported range by range is named as such (it runs only with the
-        others)."""
-        whole, part = Path(asset).absolute().parent, False
-        if whole.suffix == ".aimodel":
-            with contextlib.suppress(OSError, ValueError, KeyError, TypeError, AttributeError):
-                part = Path(asset).name in read_metadata(whole).get("parts", {})
-        if part:
+    def of_asset(cls, asset: str | os.PathLike | OpenedAsset) -> DecodeSpec:
+        """The spec an asset's metadata.json holds (a path is opened without hashing its
+        files: `open_asset`), refused whole if it was damaged; one part of an asset exported
+        range by range is named as such (it runs only with the others)."""
+        opened = open_asset(asset, verify=False)
+        whole = opened.path.absolute().parent
+        if whole.suffix == ".aimodel" and _is_part_of(whole, opened.path.name):
             raise ValueError(
                 f"{asset} is one layer range of the asset {whole}, exported range by range: "
                 f"it runs with the others, so load {whole}"
             )
-        decode = read_metadata(asset).get("decode")
+        decode = opened.decode
         if decode is None:
-            raise ValueError(f"{asset} was not exported by zoo.core.decode.export_decoder")
+            if opened.section is None:
+                raise ValueError(
+                    f"{opened.path} was not exported by the zoo (its metadata has no "
+                    f"{METADATA_KEY!r})"
+                )
+            raise ValueError(f"{opened.path} was not exported by zoo.core.decode.export_decoder")
         try:
             return cls(**decode)
         except (TypeError, ValueError) as error:
             raise ValueError(
-                f"{asset}/metadata.json: its decode spec is damaged ({error}); export again"
+                f"{opened.path}/metadata.json: its decode spec is damaged ({error}); export again"
             ) from None
 
     def host_inputs(
@@ -246,3 +249,10 @@ class DecodeSpec:
             name: SidecarTable(inside(asset, s.get("file"), "metadata.json's sidecar"))
             for name, s in self.sidecars.items()
         }
+
+
+def _is_part_of(whole: Path, name: str) -> bool:
+    """Whether the asset `whole` lists `name` among its parts (`zoo.core.stream`)."""
+    with contextlib.suppress(OSError, ValueError, KeyError, TypeError, AttributeError):
+        return name in read_metadata(whole).get("parts", {})
+    return False

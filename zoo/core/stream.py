@@ -75,6 +75,7 @@ def write_streamed(plan, progress: Callable[[str], None] | None = None) -> Path:
                 compress=plan.compress,
                 only=range_tensors(start, stop, plan.layers, tied),
                 experts=plan.experts,
+                config=plan.config,
             )
             name = PART.format(number)
             part = write_asset(model, plan, fresh / name, part=number)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from zoo.core.asset import read_metadata
+from zoo.core.asset import OpenedAsset, open_asset
 
 # What generating text needs beside the weights; an export copies the ones a checkpoint has
 # into the asset (and Apple's engine bundle into its `tokenizer/`), so neither needs the
@@ -30,7 +30,7 @@ def is_bundle(path: Path) -> bool:
     return path.suffix != ".aimodel" and (path / "metadata.json").is_file()
 
 
-def tokenizer_path(asset: Path, given: Path | None = None) -> Path:
+def tokenizer_path(asset: Path | OpenedAsset, given: Path | None = None) -> Path:
     """The tokenizer.json for `generate ASSET --prompt`: `--tokenizer`, a bundle's own, the
     asset's own (copied at export), or, for an asset exported before the zoo copied it, the
     one beside the checkpoint its metadata names."""
@@ -39,11 +39,13 @@ def tokenizer_path(asset: Path, given: Path | None = None) -> Path:
             what = "is a directory" if given.is_dir() else "no such file"
             raise FileNotFoundError(f"--tokenizer {given}: {what}; pass a tokenizer.json")
         return given
+    opened = asset if isinstance(asset, OpenedAsset) else None
+    asset = opened.path if opened else Path(asset)
     if is_bundle(asset):
         return asset / "tokenizer" / "tokenizer.json"
     if (asset / "tokenizer.json").is_file():
         return asset / "tokenizer.json"
-    decode = read_metadata(asset).get("decode")
+    decode = (opened or open_asset(asset, verify=False)).decode
     if decode is None:
         raise ValueError(f"{asset} has no decode spec: it was not exported for generate")
     source = decode.get("checkpoint")

@@ -88,10 +88,10 @@ def test_missing_function_lists_what_there_is(model):
 
 
 def test_not_an_asset(tmp_path):
-    with pytest.raises(FileNotFoundError, match="is not a Core AI asset"):
+    with pytest.raises(FileNotFoundError, match="no asset at .*an asset is a folder"):
         Model.load(tmp_path / "missing.aimodel")
     (tmp_path / "file.aimodel").write_text("not an asset")
-    with pytest.raises(FileNotFoundError, match="is not a Core AI asset"):
+    with pytest.raises(FileNotFoundError, match="no asset at .*an asset is a folder"):
         Model.load(tmp_path / "file.aimodel")
 
 
