@@ -15,6 +15,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from zoo.core.options import whole_number
 from zoo.core.runtime import COMPUTE_UNITS
 
 COMMANDS = {
@@ -58,36 +59,6 @@ def run_command(command: str, cwd: str | Path | None = None) -> str:
 # -- option types: ASCII digits only (int() would also read "١٢", "１２" and "1_0") --------
 
 
-def whole_number(minimum: int) -> Callable[[str], int]:
-    def parse(text: str) -> int:
-        if not re.fullmatch(r"\s*-?[0-9]+\s*", text):
-            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number")
-        value = int(text)
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"{value} is less than {minimum}")
-        return value
-
-    return parse
-
-
-def layers_per_function(text: str) -> int:
-    """A whole number >= 1, or `ane`: the most layers a Neural Engine compile is reported
-    to take (`zoo.core.ranges.NEURAL_ENGINE_LAYERS`)."""
-    from zoo.core.ranges import NEURAL_ENGINE_LAYERS
-
-    return NEURAL_ENGINE_LAYERS if text.strip().lower() == "ane" else whole_number(1)(text)
-
-
-def spans(text: str) -> list[int]:
-    """`128,512` -> [128, 512] (checked against the chunk and capacity by the plan)."""
-    return [whole_number(1)(piece.strip()) for piece in text.split(",")]
-
-
-def verify_widths(text: str) -> list[int]:
-    """`4,8` -> [4, 8]: verify calls of 4 and of 8 tokens, 2 or more each."""
-    return sorted({whole_number(2)(piece.strip()) for piece in text.split(",")})
-
-
 def non_negative_float(text: str) -> float:
     if not re.fullmatch(r"\s*[0-9.eE+-]+\s*", text):
         raise argparse.ArgumentTypeError(f"{text!r} is not a number")
@@ -119,17 +90,6 @@ def speculation(text: str) -> str:
     if text == "lookup" or (text.startswith("draft:") and len(text) > len("draft:")):
         return text
     raise argparse.ArgumentTypeError(f"{text!r}: give lookup or draft:PATH/TO/DRAFT.aimodel")
-
-
-def preset_name(text: str) -> str:
-    """A preset's name, or mixed:UNIT,... (checked against the model by the plan)."""
-    from zoo.core.compress import get_preset
-
-    try:
-        get_preset(text)
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
-    return text
 
 
 # -- the parser ---------------------------------------------------------------------------
@@ -183,12 +143,10 @@ def build_parser(prog: str, command: str | None, entry: str | None = None):
 
 
 def add_export_options(parser: argparse.ArgumentParser, entry: str | None) -> None:
-    from zoo.core.compress import OTHER_SPELLINGS, PRESETS
-    from zoo.core.kv import STRATEGIES
-    from zoo.core.layout import DEFAULT_CHUNK, KEY_LAYOUTS, WEIGHT_LAYOUTS
-    from zoo.core.spec import KV_CACHES
+    """`export`'s arguments: the checkpoint and the asset, --dry-run, then every option
+    declared in `zoo.core.options.EXPORT_OPTIONS` (the Python keywords' too)."""
+    from zoo.core import options
 
-    strategies = [n for n, s in STRATEGIES.items() if s.stateful and s.chunks]
     source = (
         "a checkpoint folder (config.json + *.safetensors)"
         if entry
@@ -202,111 +160,7 @@ def add_export_options(parser: argparse.ArgumentParser, entry: str | None) -> No
         action="store_true",
         help="print the resolved plan (options, estimated size and memory), write nothing",
     )
-    parser.add_argument("--overwrite", action="store_true", help="replace an asset the zoo wrote")
-    parser.add_argument(
-        "--target",
-        default="zoo",
-        choices=("zoo", "apple-engine"),
-        help="zoo: prefill + decode for `generate`; apple-engine: a bundle in the contract "
-        "Apple's macOS engine reads (docs/guides/apple-recipes.md)",
-    )
-    parser.add_argument(
-        "--model-id", help="apple-engine: the hub name recorded as the bundle's source"
-    )
-    parser.add_argument("--strategy", default=strategies[0], choices=strategies, help="KV writes")
-    parser.add_argument(
-        "--capacity", type=whole_number(2), default=256, help="tokens the KV cache holds"
-    )
-    chunks = ", ".join(f"{n} on {p}" for p, n in DEFAULT_CHUNK.items())
-    parser.add_argument(
-        "--chunk",
-        type=whole_number(2),
-        help=f"tokens per prefill call (default: {chunks}, at most the capacity)",
-    )
-    parser.add_argument(
-        "--layers-per-function",
-        type=layers_per_function,
-        metavar="N|ane",
-        help="the decoder as layer ranges of at most N layers, one function each; 'ane' = 8 "
-        "(docs/performance.md#layer-ranges)",
-    )
-    parser.add_argument(
-        "--spans",
-        type=spans,
-        metavar="N,M,...",
-        help="also prefill over the cache's first N, M, ... columns "
-        "(docs/performance.md#attention-spans)",
-    )
-    parser.add_argument(
-        "--compress",
-        default="fp32",
-        type=preset_name,
-        metavar="{" + ",".join((*PRESETS, *OTHER_SPELLINGS)) + "}",
-        help="how the weights are stored (docs/guides/compression.md)",
-    )
-    parser.add_argument(
-        "--verify",
-        type=verify_widths,
-        metavar="K[,K...]",
-        help="add verify functions: K tokens in, the logits after each out, one per K "
-        "(speculative decoding: zoo generate --speculate; docs/performance.md)",
-    )
-    parser.add_argument(
-        "--first-layers",
-        type=whole_number(1),
-        metavar="N",
-        help="export only the first N decoder layers, then the final norm and head: an "
-        "early exit that drafts for the whole model (zoo generate --speculate draft:ASSET)",
-    )
-    parser.add_argument(
-        "--kv-cache",
-        default="fp32",
-        choices=tuple(KV_CACHES),
-        help="how the KV cache is stored: int8 holds a position in about a quarter of the "
-        "bytes, each head's row quantized with its own scale (docs/guides/compression.md)",
-    )
-    parser.add_argument(
-        "--calibration",
-        type=Path,
-        metavar="FILE.txt",
-        help="text a gptq: preset chooses its codes on (its first 16k tokens; not the "
-        "text you will measure on)",
-    )
-    parser.add_argument(
-        "--sidecar",
-        default="auto",
-        choices=("auto", "on", "off"),
-        help="lookup tables read a row per token (Gemma 4's per-layer embeddings) as int8 "
-        "files beside the program (auto: when --compress compresses the weights)",
-    )
-    parser.add_argument(
-        "--experts",
-        default="auto",
-        choices=("auto", "chosen", "all"),
-        help="mixtures of experts: compute the chosen experts only (GatherMM) or all of "
-        "them, weighted (auto: all in the blocked weights layout, Linux's when uncompressed, "
-        "where it measured faster; chosen otherwise)",
-    )
-    parser.add_argument(
-        "--stream",
-        default="auto",
-        choices=("auto", "on", "off"),
-        help="export range by range, each layer range read, compressed and written before "
-        "the next (peak memory: the largest range, not the model; auto: when the model "
-        "would not fit in half this machine's memory)",
-    )
-    parser.add_argument(
-        "--weights-layout",
-        default="auto",
-        choices=("auto", *WEIGHT_LAYOUTS),
-        help="projection weights as stored (auto: this platform's, docs/performance.md)",
-    )
-    parser.add_argument(
-        "--keys-layout",
-        default="auto",
-        choices=("auto", *KEY_LAYOUTS),
-        help="key cache [B,H,T,D] (bhtd) or transposed (bhdt) (auto: this platform's)",
-    )
+    options.add_export_options(parser)
 
 
 def add_generate_options(parser: argparse.ArgumentParser) -> None:

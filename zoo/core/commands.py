@@ -28,36 +28,15 @@ def dispatch(args, entry: str | None = None, checkpoint: Path | None = None) -> 
 
 
 def export_command(args, entry: str | None, checkpoint: Path | None = None) -> int:
-    """`export`: plan (every option checked, nothing loaded), then run the plan."""
+    """`export`: plan (every option checked, nothing loaded), then run the plan; with
+    --dry-run, print the plan and write nothing (both targets)."""
+    from zoo.core.options import options_of_args
     from zoo.core.plan import plan_export
     from zoo.core.run import run_plan
 
     checkpoint = Path(args.checkpoint) if checkpoint is None else checkpoint
-    if args.target == "apple-engine":
-        return export_engine_command(args, entry, checkpoint)
     started = time.perf_counter()
-    plan = plan_export(
-        checkpoint,
-        args.output,
-        entry=entry,
-        strategy=args.strategy,
-        capacity=args.capacity,
-        chunk=args.chunk,
-        compress=args.compress,
-        layers_per_function=args.layers_per_function,
-        spans=args.spans,
-        weights=args.weights_layout,
-        keys=args.keys_layout,
-        sidecar=args.sidecar,
-        experts=args.experts,
-        overwrite=args.overwrite,
-        stream=args.stream,
-        calibration=args.calibration,
-        score_chunk=args.verify[-1] if args.verify else None,  # the widest: `score`
-        verify_widths=args.verify[:-1] if args.verify else None,
-        kv_cache=args.kv_cache,
-        first_layers=args.first_layers,
-    )
+    plan = plan_export(checkpoint, args.output, entry=entry, **options_of_args(args))
     if args.dry_run:
         print(plan.describe())
         say("dry run: nothing written")
@@ -65,52 +44,14 @@ def export_command(args, entry: str | None, checkpoint: Path | None = None) -> i
     weights = f"; {plan.compress} weights, module by module" if plan.compress != "fp32" else ""
     if plan.calibration:  # GPTQ: the whole model first, then each module's codes
         weights = f"; {plan.compress} weights, codes chosen on {plan.calibration.name}"
+    if plan.target == "apple-engine":
+        weights = f" for Apple's engine contract{weights}"
     say(
         f"loading {shown(args.checkpoint)} ({plan.strategy} KV writes, capacity {plan.capacity}"
         f"{weights})"
     )
     with contextlib.redirect_stdout(sys.stderr):  # the converter's banner is progress too
         path = run_plan(plan, progress=say)
-    say(f"saved {path} in {time.perf_counter() - started:.1f} s")
-    return 0
-
-
-def export_engine_command(args, entry: str | None, checkpoint: Path) -> int:
-    """`export --target apple-engine`: a bundle in the contract Apple's engine reads."""
-    from zoo.core.engine import PackedPrefixWrite, check_bundle_destination, export_engine_bundle
-    from zoo.core.entry import entry_for_checkpoint, get_entry
-
-    started = time.perf_counter()
-    check_bundle_destination(args.output, args.overwrite, checkpoint)
-    if args.keys_layout == "bhdt":
-        raise ValueError("--target apple-engine stores keys [B, H, T, D]: drop --keys-layout")
-    if args.kv_cache != "fp32" or args.first_layers:
-        raise ValueError(
-            "--target apple-engine exports the whole model with fp32 caches: drop --kv-cache "
-            "and --first-layers"
-        )
-    if args.spans or args.layers_per_function is not None or args.dry_run or args.stream == "on":
-        raise ValueError(
-            "--target apple-engine has its own functions: drop --spans, "
-            "--layers-per-function, --stream and --dry-run"
-        )
-    found = get_entry(entry) if entry else entry_for_checkpoint(checkpoint)
-    say(f"loading {shown(checkpoint)} for Apple's engine contract (context up to {args.capacity})")
-    model = found.load(
-        checkpoint, PackedPrefixWrite(), args.capacity, compress=args.compress, progress=say
-    )
-    weights = "linear" if args.weights_layout == "auto" else args.weights_layout
-    say(f"exporting main + prefill into the bundle {args.output} ...")
-    with contextlib.redirect_stdout(sys.stderr):
-        path = export_engine_bundle(
-            model,
-            args.output,
-            checkpoint,
-            model_id=args.model_id,
-            weights=weights,
-            compress=args.compress,
-            overwrite=args.overwrite,
-        )
     say(f"saved {path} in {time.perf_counter() - started:.1f} s")
     return 0
 

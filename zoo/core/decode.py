@@ -21,15 +21,17 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
+from zoo.core.asset import component_of
 from zoo.core.cache import set_kv_cache
 from zoo.core.eager import decode_spec, zero_state
 from zoo.core.export import EntryPoint, export_entry_points
 from zoo.core.layout import apply_layout
+from zoo.core.options import keywords_doc
 from zoo.core.spec import DecodeSpec
 from zoo.core.text import generation_files
 
 if TYPE_CHECKING:
-    from zoo.core.compress import Preset
+    pass
 
 
 class FlatDecoder(torch.nn.Module):
@@ -161,7 +163,7 @@ def export_decoder(
         entries,
         path,
         overwrite=overwrite,
-        extra_metadata={"decode": asdict(spec)},
+        extra_metadata={"decode": asdict(spec), "components": decoder_component(entries, spec)},
         extra_files=files,
     )
 
@@ -170,18 +172,8 @@ def export_model(
     model: torch.nn.Module,
     path: str | os.PathLike,
     *,
-    chunk: int | None = 8,
-    overwrite: bool = False,
     checkpoint: str | os.PathLike | None = None,
-    weights: str = "auto",
-    keys: str = "auto",
-    compress: str | Preset = "fp32",
-    score_chunk: int | None = None,
-    verify_widths: Sequence[int] | None = None,
-    layers_per_function: int | None = None,
-    spans: Sequence[int] | None = None,
-    experts: str = "auto",
-    kv_cache: str | None = None,
+    **options,
 ) -> Path:
     """Export a loaded zoo decoder (`zoo.<model>.load_<model>`) as prefill + decode: the
     options are planned and checked once (`zoo.core.plan.plan_for_model`), then written.
@@ -189,40 +181,15 @@ def export_model(
     `checkpoint` (the directory it was loaded from) gives the asset its tokenizer and
     generation files (`zoo.core.text.GENERATION_FILES`, copied in and listed in the
     manifest), so the asset generates text on its own; only the folder's name is recorded.
-    `chunk` is the tokens per prefill call (None: this platform's default, `zoo export`'s).
-    `weights` and `keys` choose the stored layout (`zoo.core.layout`; "auto": this
-    platform's default); the model is re-stored in place and computes the same logits.
-    `compress` names a `zoo.core.compress` preset for the stored weights. `score_chunk`
-    adds a `score` function returning every row's logits (`Generator.score`, `zoo.quality`);
-    `verify_widths` narrower ones beside it, for speculative decoding (`Generator.verify`).
-    `layers_per_function` exports each function as consecutive layer ranges of at most that
-    many layers (`zoo.core.ranges`: prefill with two calls in flight; the Neural Engine's
-    chunks). `spans` (ascending, each below the capacity) adds prefill functions that
-    attend over the cache's first `span` columns only: the host calls the shortest one that
-    holds the chunk (docs/performance.md#attention-spans). `experts` (mixtures of experts):
-    "chosen" computes only the router's choices, "all" every expert (`zoo.core.experts`).
-    `kv_cache` "int8" stores the KV cache as int8 codes and scales (`zoo.core.cache`;
-    None: as the model's caches are now, fp32 unless `set_kv_cache` said otherwise).
+    The strategy and capacity are the model's; `chunk` is 8 unless given (None: this
+    platform's default, `zoo export`'s); `kv_cache` None: as the model's caches are now
+    (fp32 unless `set_kv_cache` said otherwise). The layout is re-stored in place and
+    computes the same logits.
     """
     from zoo.core.plan import plan_for_model
 
-    plan = plan_for_model(
-        model,
-        path,
-        checkpoint=checkpoint,
-        chunk=chunk,
-        overwrite=overwrite,
-        weights=weights,
-        keys=keys,
-        compress=compress,
-        score_chunk=score_chunk,
-        verify_widths=verify_widths,
-        layers_per_function=layers_per_function,
-        spans=spans,
-        experts=experts,
-        **({} if kv_cache is None else {"kv_cache": kv_cache}),
-    )
-    return write_asset(model, plan)
+    options.setdefault("chunk", 8)
+    return write_asset(model, plan_for_model(model, path, checkpoint=checkpoint, **options))
 
 
 def write_asset(
@@ -281,3 +248,14 @@ def example_inputs(
         inputs[name] = np.zeros((1, length, sidecar["width"]), np.float32)
     states = tuple(zero_state(spec, name) for name in spec.state_shapes)
     return inputs, (*(torch.from_numpy(v) for v in inputs.values()), *states)
+
+
+def decoder_component(entries: list[EntryPoint], spec: DecodeSpec) -> dict:
+    """metadata.json's `components` of a decoder asset: one component, the text decoder,
+    with its functions, states and sidecars (`zoo.core.asset.OpenedAsset.components`; the
+    encoders and drafters of multimodal checkpoints are components beside it)."""
+    held = {e.name: {"states": list(e.state_names)} for e in entries}
+    return {"decoder": component_of({"entry_points": held, "decode": asdict(spec)})}
+
+
+export_model.__doc__ += keywords_doc(model=True)

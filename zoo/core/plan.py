@@ -12,11 +12,11 @@ naming the option. The result is a frozen `ExportPlan`: `zoo export --dry-run` p
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from zoo.core.memory import BYTES_PER_WEIGHT, CONVERTER_COPIES, OTHER_BYTES_PER_WEIGHT
+from zoo.core.options import export_options, keywords_doc
 from zoo.core.spec import KV_CACHES, check_capacity, check_spans, check_verify_widths
 
 
@@ -44,6 +44,8 @@ class ExportPlan:
     verify_widths: tuple[int, ...] | None = None  # narrower verify functions beside it
     calibration: Path | None = None  # a text file a calibrated preset learns from (gptq:)
     overwrite: bool = False
+    target: str = "zoo"  # or "apple-engine": a bundle for Apple's engine (zoo.core.engine)
+    model_id: str | None = None  # apple-engine: the hub name the bundle records
     streamed: bool = False  # range by range, one part each (zoo.core.stream)
     parameters: int = 0  # values in the checkpoint's tensors the model reads
     held_parameters: int = 0  # of those, the most held at once (the largest range streamed)
@@ -74,6 +76,8 @@ class ExportPlan:
             if self.ranges
             else "one"
         )
+        if self.target == "apple-engine":
+            return "main + prefill, in the contract of Apple's engine (a bundle folder)"
         widths = sorted({*(self.verify_widths or ()), self.score_chunk} - {None})
         verify = f" + verify of {', '.join(map(str, widths))} tokens" if widths else ""
         spans = f" + prefill over spans of {', '.join(map(str, self.spans))}" if self.spans else ""
@@ -145,42 +149,23 @@ class ExportPlan:
 
 
 def plan_export(
-    checkpoint: str | os.PathLike,
-    output: str | os.PathLike,
-    *,
-    entry: str | None = None,
-    strategy: str = "runtime-index",
-    capacity: int = 256,
-    chunk: int | None = None,
-    compress: str = "fp32",
-    layers_per_function: int | None = None,
-    spans: Sequence[int] | None = None,
-    weights: str = "auto",
-    keys: str = "auto",
-    sidecar: str = "auto",
-    experts: str = "auto",
-    score_chunk: int | None = None,
-    verify_widths: Sequence[int] | None = None,
-    overwrite: bool = False,
-    stream: str = "auto",
-    calibration: str | os.PathLike | None = None,
-    kv_cache: str = "fp32",
-    first_layers: int | None = None,
+    checkpoint: str | os.PathLike, output: str | os.PathLike, *, entry: str | None = None, **options
 ) -> ExportPlan:
     """Resolve and check an export of the checkpoint directory `checkpoint` to `output`;
-    reads config.json and the safetensors headers only (milliseconds, no weights).
+    reads config.json (once) and the safetensors headers only (milliseconds, no weights).
 
-    `stream`: "on" exports range by range (`zoo.core.stream`: peak memory follows the
-    largest range), "off" in one piece, "auto" range by range when the whole model would
-    not fit in half this machine's memory. `calibration`: a UTF-8 text file, for a
-    calibrated preset (`gptq:int4-block64`) to choose its codes on. `kv_cache`: "fp32" or
-    "int8" (`zoo.core.cache`). `first_layers`: export the first N decoder layers only, then
-    the final norm and head (an early exit: a draft for `zoo generate --speculate draft:`)."""
+    `entry` names the zoo entry (default: config.json's `model_type`). `stream`: "on"
+    exports range by range (`zoo.core.stream`: peak memory follows the largest range),
+    "off" in one piece, "auto" range by range when the whole model would not fit in half
+    this machine's memory. `target="apple-engine"`: a bundle for Apple's engine
+    (`zoo.core.engine`), planned and checked alike."""
     from zoo.core.entry import entry_for_config, get_entry, stores_a_head
     from zoo.core.files import read_json
     from zoo.core.memory import stream_plan, streamable
     from zoo.core.weights import check_expert_count, values_per_layer
 
+    options = export_options(options, "plan_export()")
+    first_layers = options["first_layers"]
     checkpoint = Path(checkpoint)
     raw = read_json(checkpoint / "config.json", ": is it a checkpoint folder?")  # read once
     found = get_entry(entry) if entry else entry_for_config(raw, checkpoint)
@@ -205,27 +190,9 @@ def plan_export(
         check_splittable(found.model)
         layers = first_layers
         per_layer = {n: v for n, v in per_layer.items() if n is None or n < layers}
-    plan = _resolve(
-        found,
-        checkpoint,
-        Path(output),
-        layers,
-        strategy=strategy,
-        capacity=capacity,
-        chunk=chunk,
-        compress=compress,
-        layers_per_function=layers_per_function,
-        spans=spans,
-        weights=weights,
-        keys=keys,
-        sidecar=sidecar,
-        experts=experts,
-        has_experts=bool(config.experts()),
-        score_chunk=score_chunk,
-        verify_widths=verify_widths,
-        overwrite=overwrite,
-        kv_cache=kv_cache,
-    )
+    if options["target"] == "apple-engine":
+        options = engine_options(options, Path(output), checkpoint)
+    plan = _resolve(found, checkpoint, Path(output), layers, options, bool(config.experts()))
     plan = replace(plan, first_layers=first_layers, config=config)
     positions = getattr(config, "trained_positions", None)
     if positions and plan.capacity > positions:
@@ -246,14 +213,14 @@ def plan_export(
         plan,
         parameters=parameters,
         estimated_bytes=int(stored * per_weight),
-        calibration=_calibration_file(plan.compress, calibration),
+        calibration=_calibration_file(plan.compress, options["calibration"]),
     )
     if plan.calibration and not (checkpoint / "tokenizer.json").is_file():
         raise ValueError(
             f"--calibration is read with the checkpoint's tokenizer: {checkpoint} has no "
             "tokenizer.json"
         )
-    plan = stream_plan(plan, found, per_layer, stream, config)
+    plan = stream_plan(plan, found, per_layer, options["stream"], config)
     from zoo.core.export import check_room
 
     check_room(plan.output, plan.estimated_bytes + (16 << 20))  # before minutes of loading
@@ -281,68 +248,91 @@ def _calibration_file(compress: str, calibration: str | os.PathLike | None) -> P
 
 def plan_for_model(model, output: str | os.PathLike, **options) -> ExportPlan:
     """The plan of exporting `model`, a decoder already loaded (`ModelEntry.load`): its
-    strategy and capacity are the model's; `options` as `plan_export`'s, and `checkpoint`
+    strategy and capacity are the model's; `options` as `export_model`'s, and `checkpoint`
     (the directory it was loaded from, for its tokenizer files) if any."""
+    from zoo.core.cache import kv_cache_of
+    from zoo.core.compress import get_preset
     from zoo.core.entry import get_entry
+    from zoo.core.experts import experts_stored
 
     checkpoint = options.pop("checkpoint", None)
+    given_kv_cache = options.get("kv_cache")
+    options = export_options(options, "export_model()", model=True)
     loaded_with = getattr(model, "compression", "fp32")
-    from zoo.core.compress import get_preset
-
-    compress = get_preset(options.get("compress", "fp32")).spelling
+    compress = get_preset(options["compress"]).spelling
     if loaded_with not in ("fp32", get_preset(compress).name):
         raise ValueError(
             f"the model was loaded compressed with {loaded_with!r}: export it with "
             f"compress={loaded_with!r} (or load it again without compression)"
         )
-    options["compress"] = compress
-    from zoo.core.cache import kv_cache_of
-    from zoo.core.experts import experts_stored
-
-    options.setdefault("kv_cache", kv_cache_of(model))  # as loaded, unless asked otherwise
+    options.update(
+        compress=compress,
+        kv_cache=given_kv_cache or kv_cache_of(model),  # as loaded, unless asked otherwise
+        strategy=model.strategy.name,
+        capacity=model.capacity,
+        sidecar="auto",
+        target="zoo",
+    )
     return _resolve(
         get_entry(model.name),
         Path(checkpoint) if checkpoint is not None else None,
         Path(output),
         len(model.layers),
-        strategy=model.strategy.name,
-        capacity=model.capacity,
-        has_experts=experts_stored(model) is not None,
-        **options,
+        options,
+        experts_stored(model) is not None,
     )
 
 
+def engine_options(options: dict, output: Path, checkpoint: Path) -> dict:
+    """`--target apple-engine`: what the bundle takes (Apple's contract: prefix writes,
+    keys [B, H, T, D], fp32 caches, its own functions), the rest refused by name."""
+    from zoo.core.engine import PackedPrefixWrite, check_bundle_destination
+
+    if options["keys"] == "bhdt":
+        raise ValueError("--target apple-engine stores keys [B, H, T, D]: drop --keys-layout")
+    if options["kv_cache"] != "fp32" or options["first_layers"]:
+        raise ValueError(
+            "--target apple-engine exports the whole model with fp32 caches: drop --kv-cache "
+            "and --first-layers"
+        )
+    if (
+        options["spans"]
+        or options["layers_per_function"] is not None
+        or options["stream"] == "on"
+        or options["score_chunk"]
+    ):
+        raise ValueError(
+            "--target apple-engine has its own functions: drop --spans, "
+            "--layers-per-function, --stream and --verify"
+        )
+    check_bundle_destination(output, options["overwrite"], checkpoint)
+    weights = "linear" if options["weights"] == "auto" else options["weights"]
+    return {
+        **options,
+        "strategy": PackedPrefixWrite.name,
+        "weights": weights,
+        "keys": "bhtd",
+        "stream": "off",
+    }
+
+
 def _resolve(
-    entry,
-    checkpoint: Path | None,
-    output: Path,
-    layers: int,
-    *,
-    strategy: str,
-    capacity: int,
-    chunk: int | None = None,
-    compress: str = "fp32",
-    layers_per_function: int | None = None,
-    spans: Sequence[int] | None = None,
-    weights: str = "auto",
-    keys: str = "auto",
-    sidecar: str = "auto",
-    experts: str = "auto",
-    has_experts: bool = False,
-    score_chunk: int | None = None,
-    verify_widths: Sequence[int] | None = None,
-    overwrite: bool = False,
-    kv_cache: str = "fp32",
+    entry, checkpoint: Path | None, output: Path, layers: int, options: dict, has_experts: bool
 ) -> ExportPlan:
-    """Every check of an export's options, in one place."""
+    """Every check of an export's options (`export_options`' keywords), in one place."""
     from zoo.core.compress import get_preset
     from zoo.core.export import check_destination
     from zoo.core.kv import get_strategy
     from zoo.core.layout import auto_experts, default_chunk, resolve_layout
 
-    check_destination(output, overwrite, checkpoint)
+    capacity, chunk, score_chunk = options["capacity"], options["chunk"], options["score_chunk"]
+    spans, kv_cache, sidecar = options["spans"], options["kv_cache"], options["sidecar"]
+    experts, verify_widths = options["experts"], options["verify_widths"]
+    engine = options["target"] == "apple-engine"
+    if not engine:  # a bundle: its folder and its KV writes are the contract's (engine_options)
+        check_destination(output, options["overwrite"], checkpoint)
+        get_strategy(options["strategy"]).check_serves(entry.title)
     check_capacity(capacity)
-    get_strategy(strategy).check_serves(entry.title)
     chunk = min(default_chunk(), capacity) if chunk is None else chunk
     if isinstance(chunk, int) and chunk > capacity:
         raise ValueError(f"--chunk {chunk} is longer than --capacity {capacity}")
@@ -360,15 +350,15 @@ def _resolve(
     check_spans(spans, chunk, capacity)
     if kv_cache not in KV_CACHES:
         raise ValueError(f"--kv-cache is one of {list(KV_CACHES)}, got {kv_cache!r}")
-    preset = get_preset(compress)
+    preset = get_preset(options["compress"])
     preset.check(entry.name)
     ranges = None
-    if layers_per_function is not None:
+    if options["layers_per_function"] is not None:
         from zoo.core.ranges import check_splittable, split_layers
 
         check_splittable(entry.model)
-        ranges = tuple(tuple(r) for r in split_layers(layers, layers_per_function))
-    layout = preset.layout(resolve_layout(weights, keys))
+        ranges = tuple(tuple(r) for r in split_layers(layers, options["layers_per_function"]))
+    layout = preset.layout(resolve_layout(options["weights"], options["keys"]))
     if sidecar not in ("auto", "on", "off"):
         raise ValueError(f"--sidecar is auto, on or off, got {sidecar!r}")
     wants_sidecar = preset.compresses_weights if sidecar == "auto" else sidecar == "on"
@@ -380,7 +370,7 @@ def _resolve(
         entry=entry.name,
         checkpoint=checkpoint,
         output=output,
-        strategy=strategy,
+        strategy=options["strategy"],
         capacity=capacity,
         chunk=chunk,
         compress=preset.spelling,
@@ -394,5 +384,10 @@ def _resolve(
         experts=experts if has_experts else None,
         score_chunk=score_chunk,
         verify_widths=tuple(sorted(set(verify_widths))) if verify_widths else None,
-        overwrite=overwrite,
+        overwrite=options["overwrite"],
+        target=options["target"],
+        model_id=options["model_id"],
     )
+
+
+plan_export.__doc__ += keywords_doc()

@@ -30,6 +30,8 @@ def run_plan(plan: ExportPlan, progress: Callable[[str], None] | None = None) ->
         progress(f"warning: {warning}")
     if plan.streamed:
         return write_streamed(plan, progress)
+    if plan.target == "apple-engine":
+        return _write_engine_bundle(plan, progress)
     entry = get_entry(plan.entry)
     options = {entry.sidecar_option: plan.sidecar} if entry.sidecar_option else {}
     if plan.first_layers:  # the other layers' tensors stay unread
@@ -56,3 +58,30 @@ def run_plan(plan: ExportPlan, progress: Callable[[str], None] | None = None) ->
             f"{plan.output} ..."
         )
     return write_asset(model, plan)
+
+
+def _write_engine_bundle(plan: ExportPlan, progress: Callable[[str], None] | None) -> Path:
+    """A plan with `target="apple-engine"`: the decoder loaded with Apple's prefix writes,
+    then the bundle (`zoo.core.engine.export_engine_bundle`)."""
+    from zoo.core.engine import PackedPrefixWrite, export_engine_bundle
+    from zoo.core.entry import get_entry
+
+    model = get_entry(plan.entry).load(
+        plan.checkpoint,
+        PackedPrefixWrite(),
+        plan.capacity,
+        compress=plan.compress,
+        progress=progress,
+        config=plan.config,
+    )
+    if progress:
+        progress(f"exporting main + prefill into the bundle {plan.output} ...")
+    return export_engine_bundle(
+        model,
+        plan.output,
+        plan.checkpoint,
+        model_id=plan.model_id,
+        weights=plan.weights,
+        compress=plan.compress,
+        overwrite=plan.overwrite,
+    )

@@ -23,7 +23,7 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
-from zoo.core.asset import METADATA_KEY, file_digest, sealed
+from zoo.core.asset import METADATA_KEY, component_of, file_digest, sealed
 from zoo.core.weights import layer_of
 
 PART = "range-{}.aimodel"
@@ -93,6 +93,7 @@ def write_streamed(plan, progress: Callable[[str], None] | None = None) -> Path:
             "decode": zoo["decode"],
             "parts": parts,
         }
+        section["components"] = {"decoder": component_of(section)}  # every part's functions
         section = sealed(section, fresh)  # the tokenizer files listed (the parts: above)
         metadata = {"creatorDefinedMetadata": {METADATA_KEY: section}}
         (fresh / "metadata.json").write_text(json.dumps(metadata, indent=2))

@@ -1,0 +1,90 @@
+"""Export options are declared once (`zoo.core.options.EXPORT_OPTIONS`): the command line,
+the Python keywords and their documentation are made from the declarations, and both
+targets go through the plan (a dry run of each writes nothing)."""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+
+from zoo.core.cli import build_parser
+from zoo.core.decode import export_model
+from zoo.core.options import EXPORT_OPTIONS, OPTIONS_BY_NAME
+from zoo.core.plan import plan_export
+
+COMMAND_ONLY = {"checkpoint", "output", "dry_run", "help", "debug"}
+
+
+def test_the_command_line_is_made_from_the_declarations():
+    _, commands = build_parser("zoo", "export")
+    export = commands.choices["export"]
+    dests = {action.dest for action in export._actions} - COMMAND_ONLY
+    assert dests == {o.name for o in EXPORT_OPTIONS if o.cli}
+    for action in export._actions:
+        if action.dest in OPTIONS_BY_NAME:
+            option = OPTIONS_BY_NAME[action.dest]
+            assert action.option_strings == [option.spelled]
+            assert action.default == option.default
+
+
+def test_the_python_keywords_are_the_declarations():
+    # no second list of options: the functions take **options, checked against the table
+    for function in (plan_export, export_model):
+        kinds = [p.kind for p in inspect.signature(function).parameters.values()]
+        assert kinds[-1] is inspect.Parameter.VAR_KEYWORD
+        for option in EXPORT_OPTIONS:
+            if option.python and (option.model or function is plan_export):
+                assert f"`{option.name}`" in function.__doc__
+
+
+def test_an_unknown_keyword_is_refused_naming_the_options(tmp_path):
+    with pytest.raises(TypeError, match=r"plan_export\(\) got unexpected keyword capcity; "):
+        plan_export(tmp_path, tmp_path / "x.aimodel", capcity=64)
+
+
+def test_export_model_refuses_what_the_checkpoint_decides(tmp_path):
+    with pytest.raises(TypeError, match=r"export_model\(\) got unexpected keyword stream"):
+        export_model(object(), tmp_path / "x.aimodel", stream="on")
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory):
+    from zoo.reference import make_tiny_checkpoint
+
+    return make_tiny_checkpoint("llama", tmp_path_factory.mktemp("options") / "ck")
+
+
+@pytest.mark.parametrize(
+    ("target", "output", "shown"),
+    [
+        ("zoo", "tiny.aimodel", "prefill + decode"),
+        ("apple-engine", "bundle", "main + prefill, in the contract of Apple's engine"),
+    ],
+)
+def test_a_dry_run_of_either_target_prints_its_plan_and_writes_nothing(
+    checkpoint, tmp_path, capsys, target, output, shown
+):
+    from zoo.command import main
+
+    assert (
+        main(["export", str(checkpoint), str(tmp_path / output), "--target", target, "--dry-run"])
+        == 0
+    )
+    printed = capsys.readouterr()
+    assert shown in printed.out and "dry run: nothing written" in printed.err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_engine_target_refuses_what_its_contract_has_not(checkpoint, tmp_path, capsys):
+    from zoo.command import main
+
+    for extra, named in [
+        (["--verify", "4"], "--verify"),
+        (["--keys-layout", "bhdt"], "--keys-layout"),
+        (["--kv-cache", "int8"], "--kv-cache"),
+    ]:
+        argv = ["export", str(checkpoint), str(tmp_path / "b"), "--target", "apple-engine"]
+        assert main([*argv, *extra, "--dry-run"]) == 2
+        assert named in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
