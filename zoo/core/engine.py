@@ -365,3 +365,34 @@ class EngineRunner(Generator):
         for start in range(0, whole, self.chunk):
             self._call(self.prefill, ids[start : start + self.chunk])
         return self._call(self.main, ids[whole:])["logits"][0, -1]
+
+
+def engine_options(options: dict, output: Path, checkpoint: Path) -> dict:
+    """`--target apple-engine`: what the bundle takes (Apple's contract: prefix writes,
+    keys [B, H, T, D], fp32 caches, its own functions), the rest refused by name."""
+    if options["keys"] == "bhdt":
+        raise ValueError("--target apple-engine stores keys [B, H, T, D]: drop --keys-layout")
+    if options["kv_cache"] != "fp32" or options["first_layers"]:
+        raise ValueError(
+            "--target apple-engine exports the whole model with fp32 caches: drop --kv-cache "
+            "and --first-layers"
+        )
+    if (
+        options["spans"]
+        or options["layers_per_function"] is not None
+        or options["stream"] == "on"
+        or options["score_chunk"]
+    ):
+        raise ValueError(
+            "--target apple-engine has its own functions: drop --spans, "
+            "--layers-per-function, --stream and --verify"
+        )
+    check_bundle_destination(output, options["overwrite"], checkpoint)
+    weights = "linear" if options["weights"] == "auto" else options["weights"]
+    return {
+        **options,
+        "strategy": PackedPrefixWrite.name,
+        "weights": weights,
+        "keys": "bhtd",
+        "stream": "off",
+    }

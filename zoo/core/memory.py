@@ -131,3 +131,34 @@ def with_memory_warning(plan, why_in_one_piece: str):
         f"than the {readable_bytes(memory)} this process may use: it may be killed; {what}"
     )
     return replace(plan, warnings=(*plan.warnings, warning))
+
+
+def state_bytes(entry, config, strategy: str, capacity: int, kv_cache: str, layers: int) -> int:
+    """Bytes of the states an asset holds as it runs (KV caches at `capacity`, a hybrid's
+    recurrent states) in its first `layers` layers: what `zoo generate` allocates beside the
+    weights. Counted on the decoder built on torch's meta device (no memory, well under a
+    second even for released configs of 20-120B models), so every family counts its own
+    (sliding windows, shared caches, int8 codes and scales)."""
+    import copy
+    import re
+
+    import torch
+
+    from zoo.core.cache import kv_caches, set_kv_cache
+    from zoo.core.kv import get_strategy
+
+    try:
+        kv_writes = get_strategy(strategy)
+    except ValueError:  # Apple's engine contract: its caches are the same size
+        kv_writes = get_strategy("runtime-index")
+    with torch.device("meta"):
+        model = entry.model(copy.deepcopy(config), kv_writes, capacity)
+    set_kv_cache(model, kv_cache)
+    int8 = {n for cache in kv_caches(model) for n, t in cache.dtypes().items() if t == "int8"}
+    total = 0
+    for name, shape in model.state_shapes().items():
+        layer = re.search(r"_(\d+)$", name)
+        if layer and int(layer[1]) >= layers:
+            continue
+        total += torch.Size(shape).numel() * (1 if name in int8 else 4)
+    return total

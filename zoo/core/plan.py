@@ -50,6 +50,7 @@ class ExportPlan:
     parameters: int = 0  # values in the checkpoint's tensors the model reads
     held_parameters: int = 0  # of those, the most held at once (the largest range streamed)
     estimated_bytes: int = 0  # the asset on disk
+    state_bytes: int = 0  # its KV caches (and recurrent states) at the capacity, as it runs
     # what the export may not do as asked: past this machine's memory (zoo.core.memory), a
     # context longer than the model's positions
     warnings: tuple[str, ...] = ()
@@ -98,7 +99,7 @@ class ExportPlan:
             ("capacity", f"{self.capacity} tokens"),
             ("prefill chunk", f"{self.chunk} tokens"),
             ("weights", f"{self.compress}, layout {self.weights}, keys {self.keys}"),
-            ("KV cache", KV_CACHES[self.kv_cache]),
+            ("KV cache", KV_CACHES[self.kv_cache] + self._state_size()),
             *([("calibration", str(self.calibration))] if self.calibration else []),
             ("functions", self.functions()),
             *(
@@ -128,6 +129,16 @@ class ExportPlan:
                 "decoder and the converted program; the Python process adds about 0.3 GB)",
             ),
         ]
+        if self.state_bytes:
+            total = readable_bytes(self.estimated_bytes + self.state_bytes)
+            rows.insert(
+                -1,
+                (
+                    "to run",
+                    f"about {total} (the weights and the KV cache at "
+                    f"{self.capacity:,} tokens; the runtime adds its own)",
+                ),
+            )
         rows += [("warning", warning) for warning in self.warnings]
         if self.experts is not None:
             computed = {
@@ -140,6 +151,13 @@ class ExportPlan:
             rows.insert(8, ("lookup tables", tables))
         width = max(len(name) for name, _ in rows)
         return "\n".join(f"{name:<{width}}  {value}" for name, value in rows)
+
+    def _state_size(self) -> str:
+        from zoo.core.export import readable_bytes
+
+        if not self.state_bytes:
+            return ""
+        return f": about {readable_bytes(self.state_bytes)} at {self.capacity:,} tokens"
 
     def as_dict(self) -> dict:
         plan = asdict(replace(self, config=None))
@@ -161,7 +179,7 @@ def plan_export(
     (`zoo.core.engine`), planned and checked alike."""
     from zoo.core.entry import entry_for_config, get_entry, stores_a_head
     from zoo.core.files import read_json
-    from zoo.core.memory import stream_plan, streamable
+    from zoo.core.memory import state_bytes, stream_plan, streamable
     from zoo.core.weights import check_expert_count, values_per_layer
 
     options = export_options(options, "plan_export()")
@@ -191,6 +209,8 @@ def plan_export(
         layers = first_layers
         per_layer = {n: v for n, v in per_layer.items() if n is None or n < layers}
     if options["target"] == "apple-engine":
+        from zoo.core.engine import engine_options
+
         options = engine_options(options, Path(output), checkpoint)
     plan = _resolve(found, checkpoint, Path(output), layers, options, bool(config.experts()))
     plan = replace(plan, first_layers=first_layers, config=config)
@@ -220,6 +240,10 @@ def plan_export(
             f"--calibration is read with the checkpoint's tokenizer: {checkpoint} has no "
             "tokenizer.json"
         )
+    plan = replace(
+        plan,
+        state_bytes=state_bytes(found, config, plan.strategy, plan.capacity, plan.kv_cache, layers),
+    )
     plan = stream_plan(plan, found, per_layer, options["stream"], config)
     from zoo.core.export import check_room
 
@@ -281,39 +305,6 @@ def plan_for_model(model, output: str | os.PathLike, **options) -> ExportPlan:
         options,
         experts_stored(model) is not None,
     )
-
-
-def engine_options(options: dict, output: Path, checkpoint: Path) -> dict:
-    """`--target apple-engine`: what the bundle takes (Apple's contract: prefix writes,
-    keys [B, H, T, D], fp32 caches, its own functions), the rest refused by name."""
-    from zoo.core.engine import PackedPrefixWrite, check_bundle_destination
-
-    if options["keys"] == "bhdt":
-        raise ValueError("--target apple-engine stores keys [B, H, T, D]: drop --keys-layout")
-    if options["kv_cache"] != "fp32" or options["first_layers"]:
-        raise ValueError(
-            "--target apple-engine exports the whole model with fp32 caches: drop --kv-cache "
-            "and --first-layers"
-        )
-    if (
-        options["spans"]
-        or options["layers_per_function"] is not None
-        or options["stream"] == "on"
-        or options["score_chunk"]
-    ):
-        raise ValueError(
-            "--target apple-engine has its own functions: drop --spans, "
-            "--layers-per-function, --stream and --verify"
-        )
-    check_bundle_destination(output, options["overwrite"], checkpoint)
-    weights = "linear" if options["weights"] == "auto" else options["weights"]
-    return {
-        **options,
-        "strategy": PackedPrefixWrite.name,
-        "weights": weights,
-        "keys": "bhtd",
-        "stream": "off",
-    }
 
 
 def _resolve(

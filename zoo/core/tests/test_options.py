@@ -88,3 +88,22 @@ def test_the_engine_target_refuses_what_its_contract_has_not(checkpoint, tmp_pat
         assert main([*argv, *extra, "--dry-run"]) == 2
         assert named in capsys.readouterr().err
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_plan_counts_the_kv_cache_at_its_capacity(checkpoint, tmp_path):
+    import json
+
+    config = json.loads((checkpoint / "config.json").read_text())
+    heads = config.get("num_key_value_heads") or config["num_attention_heads"]
+    head_dim = config.get("head_dim") or config["hidden_size"] // config["num_attention_heads"]
+    per_token = config["num_hidden_layers"] * 2 * heads * head_dim  # keys and values
+    for capacity in (256, 100_000):
+        plan = plan_export(checkpoint, tmp_path / "x.aimodel", capacity=capacity)
+        assert plan.state_bytes == per_token * capacity * 4  # float32
+        assert f"at {capacity:,} tokens" in plan.describe()
+    int8 = plan_export(checkpoint, tmp_path / "x.aimodel", capacity=256, kv_cache="int8")
+    # int8 codes and a float32 scale per head and position
+    scales = config["num_hidden_layers"] * 2 * heads * 256 * 4
+    assert int8.state_bytes == per_token * 256 + scales
+    first = plan_export(checkpoint, tmp_path / "x.aimodel", capacity=256, first_layers=1)
+    assert first.state_bytes == per_token * 256 * 4 // config["num_hidden_layers"]
