@@ -10,6 +10,7 @@ from pathlib import Path
 from zoo.core.decode import write_asset
 from zoo.core.gptq import calibration_windows
 from zoo.core.plan import ExportPlan, plan_export
+from zoo.core.progress import still_working
 from zoo.core.ranges import keep_first_layers
 from zoo.core.stream import write_streamed
 from zoo.core.weights import layer_of
@@ -57,7 +58,8 @@ def run_plan(plan: ExportPlan, progress: Callable[[str], None] | None = None) ->
             f"{plan.compress}, layout {plan.weights}, keys {plan.keys}), then writing "
             f"{plan.output} ..."
         )
-    return write_asset(model, plan)
+    with still_working(progress, "converting and writing"):
+        return write_asset(model, plan)
 
 
 def _write_engine_bundle(plan: ExportPlan, progress: Callable[[str], None] | None) -> Path:
@@ -76,12 +78,13 @@ def _write_engine_bundle(plan: ExportPlan, progress: Callable[[str], None] | Non
     )
     if progress:
         progress(f"exporting main + prefill into the bundle {plan.output} ...")
-    return export_engine_bundle(
-        model,
-        plan.output,
-        plan.checkpoint,
-        model_id=plan.model_id,
-        weights=plan.weights,
-        compress=plan.compress,
-        overwrite=plan.overwrite,
-    )
+    with still_working(progress, "converting and writing"):
+        return export_engine_bundle(
+            model,
+            plan.output,
+            plan.checkpoint,
+            model_id=plan.model_id,
+            weights=plan.weights,
+            compress=plan.compress,
+            overwrite=plan.overwrite,
+        )

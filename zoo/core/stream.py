@@ -24,6 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from zoo.core.asset import METADATA_KEY, component_of, file_digest, sealed
+from zoo.core.progress import still_working
 from zoo.core.weights import layer_of
 
 PART = "range-{}.aimodel"
@@ -78,7 +79,8 @@ def write_streamed(plan, progress: Callable[[str], None] | None = None) -> Path:
                 config=plan.config,
             )
             name = PART.format(number)
-            part = write_asset(model, plan, fresh / name, part=number)
+            with still_working(progress, f"converting range {number + 1}"):
+                part = write_asset(model, plan, fresh / name, part=number)
             del model
             gc.collect()  # this range's weights go before the next range's are read
             zoo = json.loads((part / "metadata.json").read_text())["creatorDefinedMetadata"]

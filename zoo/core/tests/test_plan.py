@@ -1,6 +1,7 @@
-"""Export options are declared once (`zoo.core.options.EXPORT_OPTIONS`): the command line,
-the Python keywords and their documentation are made from the declarations, and both
-targets go through the plan (a dry run of each writes nothing)."""
+"""The plan of an export: options declared once (`zoo.core.options.EXPORT_OPTIONS`: the
+command line, the Python keywords and their documentation are made from them), both targets
+planned (a dry run of each writes nothing), the KV cache counted at the capacity, and a
+line while a long step is silent."""
 
 from __future__ import annotations
 
@@ -107,3 +108,21 @@ def test_the_plan_counts_the_kv_cache_at_its_capacity(checkpoint, tmp_path):
     assert int8.state_bytes == per_token * 256 + scales
     first = plan_export(checkpoint, tmp_path / "x.aimodel", capacity=256, first_layers=1)
     assert first.state_bytes == per_token * 256 * 4 // config["num_hidden_layers"]
+
+
+def test_a_silent_step_says_it_is_still_working():
+    import threading
+    import time
+
+    from zoo.core.progress import still_working
+
+    said: list[str] = []
+    with still_working(said.append, "converting", every=0.05):
+        time.sleep(0.28)
+    count = len(said)
+    assert 3 <= count <= 6 and said[0].startswith("  still converting (")
+    time.sleep(0.15)  # and nothing after the block: the thread is gone
+    assert len(said) == count
+    assert not [t for t in threading.enumerate() if t.name == "zoo-progress"]
+    with still_working(None, "converting", every=0.01):  # no progress callback: no thread
+        assert not [t for t in threading.enumerate() if t.name == "zoo-progress"]
