@@ -6,6 +6,8 @@ import pytest
 
 from zoo.site.harness import PageError, build_site, execute_page, render_page, site_config
 
+pytestmark = pytest.mark.site  # the suite's tiers: pyproject.toml's markers
+
 SNIPPET = """\
 # --8<-- [start:ok]
 import math

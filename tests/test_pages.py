@@ -6,6 +6,8 @@ import pytest
 
 from zoo.site.harness import PageError, execute_page, nav_pages, render_page, site_config
 
+pytestmark = pytest.mark.site  # the suite's tiers: pyproject.toml's markers
+
 CONFIG = site_config()
 PAGES = [page for page in nav_pages(CONFIG) if page.endswith(".md")]
 

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from zoo.site.harness import INCLUDE, ROOT, nav_pages, render_page, site_config
+
+pytestmark = pytest.mark.site  # the suite's tiers: pyproject.toml's markers
 
 CONFIG = site_config()
 PAGES = nav_pages(CONFIG)

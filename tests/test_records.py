@@ -12,6 +12,8 @@ from zoo.core.records import DEVICES_DIR, RecordError, merge, write_record
 from zoo.site.harness import ROOT
 from zoo.site.hooks import render_marker
 
+pytestmark = pytest.mark.site  # the suite's tiers: pyproject.toml's markers
+
 MAC = {
     "platform": "macos-27.0",
     "os": "macOS-27.0-arm64-arm-64bit",

@@ -14,6 +14,8 @@ from playwright.sync_api import sync_playwright
 
 from zoo.site.harness import nav_pages, page_url, site_config
 
+pytestmark = pytest.mark.site  # the suite's tiers: pyproject.toml's markers
+
 CHROMIUM_FLAGS = [
     "--no-sandbox",
     "--disable-gpu",

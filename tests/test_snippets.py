@@ -13,6 +13,8 @@ from zoo.core.records import GENERATORS, RECORDS_DIR
 from zoo.site.harness import ROOT
 from zoo.site.recipes import run_recipe
 
+pytestmark = pytest.mark.site  # the suite's tiers: pyproject.toml's markers
+
 # In the reverse of the pages' order: the worker running tests/test_pages.py starts at the
 # other end, so the two share the recipe runs instead of waiting on one another.
 SNIPPETS = sorted((ROOT / "snippets").glob("*.py"), reverse=True)

@@ -1,6 +1,5 @@
-"""pytest plugin of the zoo (loaded with `-p zoo.testing` from pyproject.toml).
+"""What the zoo's tests share (the pytest hooks are `zoo.pytest_plugin`'s):
 
-- prints where the suite runs (platform, chip, versions) in the pytest header;
 - shares results of isolated runs within one test session: the KV matrix is run by its
   zoo test, by the page that shows it and by its snippet; the first run computes each cell,
   the others reuse it when the code and the arguments are the same (see `cached_call`).
@@ -10,14 +9,9 @@ from __future__ import annotations
 
 import math
 import os
-import shutil
-import tempfile
 from pathlib import Path
 
-from zoo.core.export_cache import CACHE_ENV as EXPORT_CACHE_ENV
-from zoo.core.export_cache import summary as export_summary
-from zoo.core.provenance import describe, provenance
-from zoo.core.runtime import COMPUTE_UNIT_ENV, COMPUTE_UNITS, default_compute_unit
+from zoo.core.runtime import default_compute_unit
 from zoo.reference import logits_error, make_tiny_checkpoint, reference_model
 
 CACHE_ENV = "ZOO_RESULT_CACHE"
@@ -201,58 +195,6 @@ def check_layout_computes_the_same(
     for span in [*(spec.spans or []), None]:
         assert all(name in got.result["called"] for name in spec.function_names("prefill", span))
     assert not any("decode_s" in name for name in got.result["called"])
-
-
-def pytest_addoption(parser) -> None:
-    parser.addoption(
-        "--record",
-        metavar="DIR",
-        default=None,
-        help="write a JSON record (with provenance) of each matrix and parity run into DIR",
-    )
-    parser.addoption(
-        "--compute-unit",
-        choices=COMPUTE_UNITS,
-        default=None,
-        help="Core AI compute unit for every model the suite loads (macOS 27+: cpu, gpu, "
-        "ane; Linux: auto/cpu). Default: $ZOO_COMPUTE_UNIT, else auto.",
-    )
-
-
-def pytest_configure(config) -> None:
-    # Nothing the suite does may reach a model hub: checkpoints are built locally.
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    record_dir = config.getoption("--record", default=None)
-    if record_dir:
-        os.environ[RECORD_ENV] = os.path.abspath(record_dir)
-    chosen = config.getoption("--compute-unit", default=None)
-    if chosen:  # children (isolated runs, pages, CLIs) inherit it through the environment
-        os.environ[COMPUTE_UNIT_ENV] = chosen
-    if CACHE_ENV not in os.environ:
-        os.environ[CACHE_ENV] = tempfile.mkdtemp(prefix="zoo-results-")
-        config._zoo_cache_owner = True
-    # recipes run once per session, shared by pages, the build and tests/test_snippets.py
-    os.environ.setdefault("ZOO_RECIPE_RUNS", os.path.join(os.environ[CACHE_ENV], "recipes"))
-    # identical exports too, wherever they run (zoo.core.export_cache); set empty: off
-    if os.environ.setdefault(EXPORT_CACHE_ENV, os.path.join(os.environ[CACHE_ENV], "exports")):
-        os.makedirs(os.environ[EXPORT_CACHE_ENV], exist_ok=True)
-
-
-def pytest_unconfigure(config) -> None:
-    if getattr(config, "_zoo_cache_owner", False):
-        shutil.rmtree(os.environ.pop(CACHE_ENV), ignore_errors=True)
-
-
-def pytest_terminal_summary(terminalreporter) -> None:
-    line = os.environ.get(EXPORT_CACHE_ENV) and export_summary(os.environ[EXPORT_CACHE_ENV])
-    if line:
-        terminalreporter.write_line(f"zoo: {line}")
-
-
-def pytest_report_header(config) -> list[str]:
-    info = provenance(default_compute_unit())
-    return [f"zoo: {describe(info)}", f"zoo: os {info['os']}, processor {info['processor']}"]
 
 
 def entry_fixtures(model: str, capacity: int = 64, chunk: int = 4):

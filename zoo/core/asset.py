@@ -118,11 +118,24 @@ class OpenedAsset:
             return self
         hint = ": the asset is damaged; export it again"
         full = verify_mode() == "full" if full is None else full
-        if self.section is None:  # exported elsewhere: a presence check
-            if not [p for p in self.path.glob("*.mlirb") if p.stat().st_size > 0]:
-                raise AssetError(f"{self.path} has no program (*.mlirb){hint}")
+        path, zoo = self.path, self.section
+        if zoo is None:  # exported elsewhere: a presence check
+            if not [p for p in path.glob("*.mlirb") if p.stat().st_size > 0]:
+                raise AssetError(f"{path} has no program (*.mlirb){hint}")
             return replace(self, checked=True)
-        _check_files(self.path, self.section["files"], full, hint)
+        if not isinstance(zoo.get("files"), dict):  # the zoo always writes one
+            raise AssetError(f"{path}/metadata.json has lost its list of files{hint}")
+        if "sha256" not in zoo:
+            raise AssetError(
+                f"{path} was exported by an older zoo (its metadata.json carries no sha256 of "
+                "itself, so an edit cannot be told apart): export it again"
+            )
+        if zoo.get("sha256") != section_digest(zoo):
+            raise AssetError(
+                f"{path}/metadata.json was edited since the export (the sha256 of its zoo "
+                f"section differs){hint}"
+            )
+        _check_files(path, zoo["files"], full, hint)
         recorded = self.section.get("parts") or {}
         for part in self.parts:
             if part.digest != recorded.get(part.path.name):
@@ -168,19 +181,8 @@ def open_asset(
         path / "metadata.json", f" ({path} is not a complete asset{hint[1:]})"
     )
     zoo = (metadata.get("creatorDefinedMetadata") or {}).get(METADATA_KEY)
-    manifest = zoo.get("files") if isinstance(zoo, dict) else None
-    if zoo is not None and not isinstance(manifest, dict):  # the zoo always writes one
-        raise AssetError(f"{path}/metadata.json has lost its list of files{hint}")
-    if zoo is not None and "sha256" not in zoo:
-        raise AssetError(
-            f"{path} was exported by an older zoo (its metadata.json carries no sha256 of "
-            "itself, so an edit cannot be told apart): export it again"
-        )
-    if zoo is not None and zoo.get("sha256") != section_digest(zoo):
-        raise AssetError(
-            f"{path}/metadata.json was edited since the export (the sha256 of its zoo section "
-            f"differs){hint}"
-        )
+    if zoo is not None and not isinstance(zoo, dict):
+        raise AssetError(f"{path}/metadata.json: its {METADATA_KEY!r} section is damaged{hint}")
     parts = []
     for name in (zoo or {}).get("parts") or {}:  # each a complete asset of its own
         part = inside(path, name, "metadata.json")

@@ -185,6 +185,8 @@ def plan_export(
     options = export_options(options, "plan_export()")
     first_layers = options["first_layers"]
     checkpoint = Path(checkpoint)
+    if not checkpoint.is_dir():
+        raise FileNotFoundError(f"{checkpoint} is not a directory: pass a checkpoint directory")
     raw = read_json(checkpoint / "config.json", ": is it a checkpoint folder?")  # read once
     found = get_entry(entry) if entry else entry_for_config(raw, checkpoint)
     config = found.config.from_checkpoint(checkpoint, raw)  # refuses a bad field, by name
@@ -296,6 +298,7 @@ def plan_for_model(model, output: str | os.PathLike, **options) -> ExportPlan:
         capacity=model.capacity,
         sidecar="auto",
         target="zoo",
+        model_id=None,
     )
     return _resolve(
         get_entry(model.name),

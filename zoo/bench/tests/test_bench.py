@@ -14,6 +14,8 @@ from zoo.bench.shapes import SHAPES, TINY, build_decoder, decode_weight_bytes
 from zoo.core.entry import get_entry
 from zoo.core.layout import apply_layout
 
+pytestmark = pytest.mark.runtime  # the suite's tiers: pyproject.toml's markers
+
 
 def test_decode_weight_bytes_counts_one_embedding_row_and_the_head():
     model = build_decoder(TINY["qwen3_5-tiny"], "runtime-index")

@@ -15,6 +15,8 @@ from zoo.core.entry import get_entry
 from zoo.core.weights import safetensors_files
 from zoo.released import scale_down
 
+pytestmark = pytest.mark.unit  # the suite's tiers: pyproject.toml's markers
+
 
 @pytest.mark.parametrize(
     "model,released", [("gemma4", "gemma-4-E2B-it"), ("qwen3_5", "Qwen3.5-0.8B")]

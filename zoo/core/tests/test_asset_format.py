@@ -13,6 +13,8 @@ from zoo.core.asset import AssetError, OpenedAsset, open_asset
 from zoo.core.generator import Generator
 from zoo.core.spec import DecodeSpec
 
+pytestmark = pytest.mark.export  # the suite's tiers: pyproject.toml's markers
+
 FIXTURES = Path(__file__).parent / "fixtures"
 # exported by main at 86cd0cf (before components): a tiny Llama, capacity 32, chunk 4, and
 # the tokens it decoded then

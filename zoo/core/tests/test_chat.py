@@ -10,6 +10,8 @@ import sys
 import pytest
 import torch
 
+pytestmark = pytest.mark.runtime  # the suite's tiers: pyproject.toml's markers
+
 transformers = pytest.importorskip("transformers")
 
 GEMMA_TEMPLATE = (

@@ -15,6 +15,8 @@ from zoo.core.compress import PRESETS
 from zoo.lab.compression import compression_row
 from zoo.reference import make_tiny_checkpoint
 
+pytestmark = pytest.mark.runtime  # the suite's tiers: pyproject.toml's markers
+
 pytest.importorskip("coreai_opt")
 
 CASES = [

@@ -14,6 +14,8 @@ from zoo.core.plan import plan_export
 from zoo.core.spec import DecodeSpec
 from zoo.reference import make_tiny_checkpoint
 
+pytestmark = pytest.mark.export  # the suite's tiers: pyproject.toml's markers
+
 
 @pytest.fixture(scope="module")
 def made(tmp_path_factory):

@@ -3,10 +3,13 @@ and the conv state carries a causal conv across calls exactly."""
 
 from __future__ import annotations
 
+import pytest
 import torch
 import torch.nn.functional as F
 
 from zoo.core.deltanet import GatedDeltaRule, GatedDeltaUpdate, causal_conv, gated_delta_step
+
+pytestmark = pytest.mark.unit  # the suite's tiers: pyproject.toml's markers
 
 
 def random_inputs(length: int, seed: int = 0):

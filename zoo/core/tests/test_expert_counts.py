@@ -13,6 +13,8 @@ from zoo.core.entry import get_entry
 from zoo.core.plan import plan_export
 from zoo.reference import make_tiny_checkpoint
 
+pytestmark = pytest.mark.unit  # the suite's tiers: pyproject.toml's markers
+
 # each family's spelling of the count, as its released config.json has it
 FAMILIES = {"mixtral": "num_local_experts", "gpt_oss": "num_local_experts", "qwen3_moe": None}
 

@@ -13,6 +13,8 @@ from zoo.core.export import ExportError, export
 
 from .conftest import Accumulate, example_inputs
 
+pytestmark = pytest.mark.export  # the suite's tiers: pyproject.toml's markers
+
 
 class Scale(nn.Module):
     def __init__(self, factor: float) -> None:

@@ -15,6 +15,8 @@ from zoo.core.export import EntryPoint, export
 from zoo.core.export_cache import CACHE_ENV, LOG_NAME, _class_identity, export_key, summary
 from zoo.core.runtime import Model
 
+pytestmark = pytest.mark.export  # the suite's tiers: pyproject.toml's markers
+
 
 class Norm(nn.Module):
     def __init__(self, eps: float = 1e-6) -> None:

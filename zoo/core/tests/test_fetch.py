@@ -13,6 +13,8 @@ from zoo import texts as fetching
 from zoo.fetch import FetchError
 from zoo.texts import fetch_text
 
+pytestmark = pytest.mark.real_weights  # the suite's tiers: pyproject.toml's markers
+
 
 def test_an_unknown_model_is_refused_naming_the_known_ones():
     command = [sys.executable, "-m", "zoo.fetch", "llama-70b"]

@@ -14,6 +14,8 @@ import torch
 
 from zoo.core.gptq import gptq_codes, search_grid
 
+pytestmark = pytest.mark.runtime  # the suite's tiers: pyproject.toml's markers
+
 pytest.importorskip("coreai_opt")
 
 

@@ -8,6 +8,8 @@ from zoo.core.isolate import Outcome, run_isolated, run_script
 
 from . import isolate_targets as targets
 
+pytestmark = pytest.mark.runtime  # the suite's tiers: pyproject.toml's markers
+
 
 def test_ok_returns_the_result():
     outcome = run_isolated(targets.add, 2, b=3)

@@ -19,6 +19,8 @@ from zoo.core.layout import (
     resolve_layout,
 )
 
+pytestmark = pytest.mark.runtime  # the suite's tiers: pyproject.toml's markers
+
 
 def test_platform_defaults_and_bad_names():
     assert default_layout("linux") == {"weights": "blocked", "keys": "bhdt"}

@@ -14,6 +14,8 @@ from zoo.core.decode import export_model
 from zoo.core.options import EXPORT_OPTIONS, OPTIONS_BY_NAME
 from zoo.core.plan import plan_export
 
+pytestmark = pytest.mark.export  # the suite's tiers: pyproject.toml's markers
+
 COMMAND_ONLY = {"checkpoint", "output", "dry_run", "help", "debug"}
 
 

@@ -8,6 +8,8 @@ import torch
 from zoo.core.entry import get_entry
 from zoo.core.ranges import check_splittable, split_layers
 
+pytestmark = pytest.mark.unit  # the suite's tiers: pyproject.toml's markers
+
 
 def test_ranges_cover_every_layer_once_and_hold_at_most_n():
     for layers in (1, 2, 18, 30, 35):

@@ -23,6 +23,8 @@ from zoo.qwen3_5 import torch_logits as qwen_logits
 from zoo.released import MODELS, PROMPT, released_configs, released_row, scale_down
 from zoo.site.harness import ROOT
 
+pytestmark = pytest.mark.runtime  # the suite's tiers: pyproject.toml's markers
+
 transformers = pytest.importorskip("transformers")
 
 CASES = [(model, name) for model in MODELS for name in released_configs(model)]

@@ -23,6 +23,8 @@ from zoo.core.checkpoint import CheckpointError
 from zoo.core.plan import plan_export
 from zoo.reference import make_tiny_checkpoint
 
+pytestmark = pytest.mark.export  # the suite's tiers: pyproject.toml's markers
+
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):

@@ -8,6 +8,8 @@ import pytest
 
 from zoo.core.runtime import Model, RuntimeInputError, os_framework_available, states_to_numpy
 
+pytestmark = pytest.mark.runtime  # the suite's tiers: pyproject.toml's markers
+
 X = np.array([[1.0, 2.0, 3.0, 4.0]], np.float32)
 IDS = np.array([3, 0], np.int32)
 

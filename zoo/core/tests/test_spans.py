@@ -11,6 +11,8 @@ import torch
 from zoo.core.layers import attend
 from zoo.core.spec import DecodeSpec, check_spans
 
+pytestmark = pytest.mark.unit  # the suite's tiers: pyproject.toml's markers
+
 
 def spec(**fields) -> DecodeSpec:
     shapes = {"k_0": [1, 2, 64, 8], "v_0": [1, 2, 64, 8]}

@@ -12,6 +12,8 @@ from zoo.core.isolate import run_isolated
 from zoo.core.speculative import lookup_draft
 from zoo.reference import make_tiny_checkpoint
 
+pytestmark = pytest.mark.runtime  # the suite's tiers: pyproject.toml's markers
+
 
 def test_lookup_proposes_what_followed_the_last_ngram():
     assert lookup_draft([5, 6, 7, 8, 9, 5, 6, 7], 3) == [8, 9, 5]

@@ -22,6 +22,8 @@ from zoo.core.stream import range_tensors
 from zoo.core.weights import values_per_layer
 from zoo.reference import make_tiny_checkpoint
 
+pytestmark = pytest.mark.export  # the suite's tiers: pyproject.toml's markers
+
 PROMPT = [3, 17, 5, 9, 11, 2, 8, 30, 4, 6, 21, 7]
 
 

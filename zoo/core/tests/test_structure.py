@@ -10,6 +10,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.unit  # the suite's tiers: pyproject.toml's markers
+
 ZOO = Path(__file__).resolve().parents[2]
 # What zoo.core must never import: the floors above it.
 ABOVE_CORE = (

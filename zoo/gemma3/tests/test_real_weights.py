@@ -11,6 +11,8 @@ import pytest
 
 from zoo.testing import check_real_perplexity, check_real_text, real_model_fixture
 
+pytestmark = pytest.mark.real_weights  # the suite's tiers: pyproject.toml's markers
+
 REAL = "gemma3-270m"
 PROMPTS = ["The capital of France is", "Once upon a time, there was a"]
 

@@ -23,6 +23,8 @@ from zoo.gemma4 import export_gemma4, load_gemma4
 
 from .conftest import CAPACITY, CHUNK
 
+pytestmark = pytest.mark.export  # the suite's tiers: pyproject.toml's markers
+
 
 @pytest.fixture(scope="module")
 def work(checkpoints, assets, tmp_path_factory) -> Path:

@@ -19,6 +19,8 @@ from zoo.gemma4.config import Gemma4Config
 
 from .conftest import CAPACITY
 
+pytestmark = pytest.mark.runtime  # the suite's tiers: pyproject.toml's markers
+
 PROMPT = [2, 17, 33, 91, 5]
 
 

@@ -18,6 +18,8 @@ from zoo.testing_kv import check_int8_kv_cache
 
 from .conftest import CAPACITY, CHUNK
 
+pytestmark = pytest.mark.runtime  # the suite's tiers: pyproject.toml's markers
+
 PROMPT = [2, 17, 33, 91, 5, 77, 12, 9, 100, 3]  # 10 tokens: 2 prefill chunks of 4, then 2
 STRATEGIES = ["runtime-index", "input-mask-blend"]
 

@@ -19,6 +19,8 @@ from zoo.testing import TEST_LAYOUTS
 
 from .conftest import CAPACITY, CHUNK
 
+pytestmark = pytest.mark.runtime  # the suite's tiers: pyproject.toml's markers
+
 PROMPT = [2, 17, 33, 91, 5, 77, 12, 9, 100, 3]
 SIDECAR = "per_layer_embeddings.int8.safetensors"
 

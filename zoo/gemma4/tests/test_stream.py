@@ -11,6 +11,8 @@ from zoo.core.generator import Generator
 from zoo.core.plan import plan_export
 from zoo.core.run import run_plan
 
+pytestmark = pytest.mark.runtime  # the suite's tiers: pyproject.toml's markers
+
 PROMPT = [3, 17, 5, 9, 11, 2, 8, 30, 4, 6]
 
 

@@ -8,6 +8,8 @@ import torch
 
 from zoo.lab.encodings import ENCODINGS, block_grid, dequantized
 
+pytestmark = pytest.mark.unit  # the suite's tiers: pyproject.toml's markers
+
 
 @pytest.mark.parametrize("name", list(ENCODINGS))
 def test_an_encoding_computes_the_dequantized_product(name):

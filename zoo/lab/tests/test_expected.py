@@ -16,6 +16,8 @@ from zoo.lab.expected import (
     reported_column,
 )
 
+pytestmark = pytest.mark.unit  # the suite's tiers: pyproject.toml's markers
+
 
 def test_an_expected_crash_that_still_crashes_passes():
     assert mismatch("KV write", "index-put", "crashed (SIGILL)", "crashed (SIGILL)") is None

@@ -13,6 +13,8 @@ from zoo.lab.kv_cells import CELLS, RingBufferWrite
 from zoo.lab.kv_matrix import TINY, HostDecoder, build_block, run_matrix
 from zoo.testing import record
 
+pytestmark = pytest.mark.unit  # the suite's tiers: pyproject.toml's markers
+
 DECODERS = [name for name, s in CELLS.items() if not s.isolation_only]
 
 

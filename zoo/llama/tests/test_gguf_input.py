@@ -13,6 +13,8 @@ import pytest
 
 from zoo.fetch import CACHE_ENV, fetched_gguf
 
+pytestmark = pytest.mark.real_weights  # the suite's tiers: pyproject.toml's markers
+
 REAL = "smollm2-135m-instruct"
 
 

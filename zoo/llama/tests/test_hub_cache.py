@@ -16,6 +16,8 @@ from safetensors.torch import load_file, save_file
 from zoo.llama.tests.test_zoo_command import zoo
 from zoo.reference import as_hub_download
 
+pytestmark = pytest.mark.export  # the suite's tiers: pyproject.toml's markers
+
 REVISION = "0123456789abcdef0123456789abcdef01234567"
 
 

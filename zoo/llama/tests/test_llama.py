@@ -28,6 +28,8 @@ from zoo.testing_kv import check_int8_kv_cache
 
 from .conftest import CHUNK
 
+pytestmark = pytest.mark.runtime  # the suite's tiers: pyproject.toml's markers
+
 PROMPT = [2, 17, 33, 91, 5, 77, 12, 9, 100, 3]
 
 

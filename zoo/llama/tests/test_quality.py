@@ -21,6 +21,8 @@ from zoo.llama import load_llama
 from zoo.quality import perplexity, runtime_costs, runtime_logits
 from zoo.targets import targets
 
+pytestmark = pytest.mark.runtime  # the suite's tiers: pyproject.toml's markers
+
 IDS = [2, 17, 33, 91, 5, 77, 12, 9, 100, 3, 44]  # two score chunks of 4, then 3 one by one
 
 

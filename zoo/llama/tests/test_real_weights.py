@@ -16,6 +16,8 @@ import pytest
 
 from zoo.testing import check_real_perplexity, check_real_text, real_model_fixture
 
+pytestmark = pytest.mark.real_weights  # the suite's tiers: pyproject.toml's markers
+
 REAL = "smollm2-135m-instruct"
 PROMPTS = ["What is the capital of France?", "Name three colours of the rainbow."]
 

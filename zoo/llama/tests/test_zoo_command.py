@@ -15,6 +15,8 @@ import pytest
 from zoo.core.entry import all_entries
 from zoo.core.spec import DecodeSpec
 
+pytestmark = pytest.mark.export  # the suite's tiers: pyproject.toml's markers
+
 
 def zoo(*args, env: dict | None = None) -> subprocess.CompletedProcess:
     command = [sys.executable, "-m", "zoo", *map(str, args)]

@@ -23,6 +23,8 @@ from zoo.testing_experts import check_experts_compressed_stacked, mixture_of_exp
 
 from .conftest import CHUNK
 
+pytestmark = pytest.mark.runtime  # the suite's tiers: pyproject.toml's markers
+
 PROMPT = [2, 17, 33, 91, 5, 77, 12, 9, 100, 3]
 
 

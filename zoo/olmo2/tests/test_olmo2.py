@@ -25,6 +25,8 @@ from zoo.testing import (
 
 from .conftest import CHUNK
 
+pytestmark = pytest.mark.runtime  # the suite's tiers: pyproject.toml's markers
+
 PROMPT = [2, 17, 33, 91, 5, 77, 12, 9, 100, 3]
 
 

@@ -25,6 +25,8 @@ from zoo.core.spec import ContextFullError
 from zoo.reference import make_tiny_checkpoint, reference_model
 from zoo.testing import engine_greedy_on_runtime, record
 
+pytestmark = pytest.mark.runtime  # the suite's tiers: pyproject.toml's markers
+
 CAPACITY = 2100  # past the traced 2,048: the KV caches' context length stays dynamic
 PROMPT = [2, 17, 33, 91, 5, 77, 12, 9, 100, 3]
 

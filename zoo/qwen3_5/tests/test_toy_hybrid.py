@@ -11,6 +11,8 @@ from zoo.lab.expected import TOY_HYBRID, current_target, expected, mismatch
 from zoo.site.harness import ROOT
 from zoo.testing import record
 
+pytestmark = pytest.mark.runtime  # the suite's tiers: pyproject.toml's markers
+
 
 @pytest.fixture(scope="module")
 def toy_rows():
