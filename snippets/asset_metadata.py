@@ -56,8 +56,8 @@ assert loaded.creator_defined_metadata["zoo"]["stop_token_ids"] == [True, 106]
 # --8<-- [end:reload]
 
 # --8<-- [start:zoo]
-from zoo.core.asset import read_metadata
-from zoo.core.export import export
+from zoo import export_module as export
+from zoo import read_metadata
 
 asset = export(
     Scale(),

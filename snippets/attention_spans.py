@@ -6,9 +6,8 @@ Run: python snippets/attention_spans.py
 """
 
 # --8<-- [start:export]
-from zoo import export_model
+from zoo import export_model, make_tiny_checkpoint
 from zoo.llama import load_llama
-from zoo.reference import make_tiny_checkpoint
 
 # a tiny random Llama with a context of 64 tokens; prefill chunks of 4 are
 # exported three times: over the cache's first 8 columns, its first 16, all 64
@@ -23,9 +22,8 @@ whole = export_model(model, "whole.aimodel", chunk=4, overwrite=True)
 # --8<-- [start:run]
 import numpy as np
 
-from zoo import DecodeSpec
+from zoo import DecodeSpec, run_isolated
 from zoo.core.generator import prefill_logits
-from zoo.core.isolate import run_isolated
 
 spec = DecodeSpec.of_asset(spanned)
 print(f"spans {spec.spans}, context {spec.capacity}, chunk {spec.chunk}")

@@ -8,7 +8,7 @@ Run: python snippets/bring_your_own_model.py
 """
 
 # --8<-- [start:folder]
-from zoo.reference import make_tiny_checkpoint
+from zoo import make_tiny_checkpoint
 
 # Stands for a model you downloaded: config.json + *.safetensors (and the
 # tokenizer files). A tiny Llama with random weights, by save_pretrained.

@@ -15,9 +15,8 @@ for name, preset in PRESETS.items():
 import tempfile
 from pathlib import Path
 
-from zoo import Generator
+from zoo import Generator, make_tiny_checkpoint
 from zoo.qwen3_5 import export_qwen3_5, load_qwen3_5
-from zoo.reference import make_tiny_checkpoint
 
 scratch = tempfile.TemporaryDirectory()  # removed, with the assets, at exit
 workdir = Path(scratch.name)
@@ -77,7 +76,7 @@ import sys
 if __name__ == "__main__" and "--record" in sys.argv:
     from concurrent.futures import ThreadPoolExecutor
 
-    from zoo.core.records import write_record
+    from zoo import write_record
 
     directory = sys.argv[sys.argv.index("--record") + 1]
     cases = [

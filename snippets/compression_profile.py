@@ -7,7 +7,7 @@ Run: python snippets/compression_profile.py [--record DIR]
 # --8<-- [start:profile]
 import tempfile
 
-from zoo.core.isolate import run_isolated
+from zoo import run_isolated
 from zoo.lab.compression import projection_profile
 
 rows = []
@@ -26,7 +26,7 @@ for preset in ("fp32", "int8", "int4-block32", "palettize4"):
 import sys
 
 if __name__ == "__main__" and "--record" in sys.argv:
-    from zoo.core.records import write_record
+    from zoo import write_record
 
     directory = sys.argv[sys.argv.index("--record") + 1]
     record = write_record(directory, "compression-profile", {"rows": rows})

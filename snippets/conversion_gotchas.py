@@ -59,7 +59,7 @@ assert (path / "main.hash").read_bytes() != first, (
     "expected the first asset to be replaced"
 )
 
-from zoo.core.export import export
+from zoo import export_module as export
 
 try:
     export(
@@ -284,7 +284,7 @@ assert fp16["max abs error vs float64"] > 10 * fp32["max abs error vs float64"]
 if __name__ == "__main__":
     import sys
 
-    from zoo.core.records import write_record
+    from zoo import write_record
 
     if "--record" in sys.argv:
         directory = Path(sys.argv[sys.argv.index("--record") + 1])

@@ -6,10 +6,9 @@ Run: python snippets/gemma3_fp16.py [--record DIR [--runtime]]
 """
 
 # --8<-- [start:peaks]
-from zoo.fetch import fetch
+from zoo import fetch, reference_model
 from zoo.lab.fp16 import FP16_MAX, residual_peaks
 from zoo.quality import SCORED, text_ids
-from zoo.reference import reference_model
 
 name = "gemma3-270m"
 ids = text_ids(name, SCORED)  # <bos> + 255 tokens of Lincoln's 1862 address
@@ -35,7 +34,7 @@ assert half["finite positions"] == f"0/{len(ids)}"  # what this page says
 import sys
 
 if __name__ == "__main__" and "--record" in sys.argv:
-    from zoo.core.records import write_record
+    from zoo import write_record
 
     directory = sys.argv[sys.argv.index("--record") + 1]
     results = {

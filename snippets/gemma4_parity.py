@@ -33,7 +33,7 @@ assert row["logits max abs error (torch)"] < 1e-4
 import sys
 
 if __name__ == "__main__" and "--record" in sys.argv:
-    from zoo.core.records import write_record
+    from zoo import write_record
 
     done = {("softcap", "input-mask-blend"): row}  # the section above's
     with tempfile.TemporaryDirectory() as scratch:

@@ -7,7 +7,7 @@ Run: python snippets/gemma4_quickstart.py [--record DIR]
 """
 
 # --8<-- [start:checkpoint]
-from zoo.reference import make_tiny_checkpoint
+from zoo import make_tiny_checkpoint
 
 # 6 layers (sliding/full alternating), KV sharing in the last 2, per-layer
 # embeddings, random weights: written by transformers' save_pretrained.
@@ -40,7 +40,7 @@ print(tokens)
 
 # --8<-- [start:compare]
 
-from zoo.reference import greedy_reference, reference_model
+from zoo import greedy_reference, reference_model
 
 # transformers' Gemma4ForCausalLM
 reference = reference_model("gemma4", checkpoint)
@@ -52,7 +52,7 @@ print("8/8 greedy tokens identical to transformers")
 # --8<-- [start:states]
 import numpy as np
 
-from zoo.core.runtime import Model
+from zoo import Model
 
 with Model.load(asset) as loaded:
     decode = loaded.function("decode")
@@ -68,7 +68,7 @@ for row in state_table:
 import sys
 
 if __name__ == "__main__" and "--record" in sys.argv:
-    from zoo.core.records import write_record
+    from zoo import write_record
 
     directory = sys.argv[sys.argv.index("--record") + 1]
     record = write_record(directory, "gemma4-states", {"states": state_table})

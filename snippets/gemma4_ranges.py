@@ -7,9 +7,8 @@ Run: python snippets/gemma4_ranges.py
 """
 
 # --8<-- [start:export]
-from zoo import export_model
+from zoo import export_model, make_tiny_checkpoint
 from zoo.gemma4 import load_gemma4
-from zoo.reference import make_tiny_checkpoint
 
 # 6 layers, the last 2 KV-shared (they read the caches of layers 2 and 3),
 # per-layer inputs; cut into three ranges of 2 layers
@@ -24,9 +23,8 @@ whole = export_model(model, "g4-whole.aimodel", chunk=4, overwrite=True)
 # --8<-- [start:run]
 import numpy as np
 
-from zoo import DecodeSpec
+from zoo import DecodeSpec, run_isolated
 from zoo.core.generator import prefill_logits
-from zoo.core.isolate import run_isolated
 
 spec = DecodeSpec.of_asset(ranged)
 for start, stop in spec.ranges:
@@ -47,7 +45,7 @@ import json
 
 import torch
 
-from zoo.core.kv import get_strategy
+from zoo import get_strategy
 from zoo.core.ranges import NEURAL_ENGINE_LAYERS, split_layers
 from zoo.gemma4 import Gemma4, Gemma4Config
 from zoo.released import released_configs

@@ -11,7 +11,7 @@ Run: python snippets/gptq.py
 import random
 
 import zoo
-from zoo.reference import make_tiny_checkpoint
+from zoo import make_tiny_checkpoint
 
 checkpoint = make_tiny_checkpoint(
     "llama",
@@ -45,7 +45,7 @@ rounded = zoo.export(
 # --8<-- [end:export]
 
 # --8<-- [start:compare]
-from zoo.core.asset import read_metadata
+from zoo import read_metadata
 
 
 def megabytes(asset) -> float:

@@ -9,7 +9,7 @@ Run: python snippets/kv_cache.py
 
 # --8<-- [start:export]
 import zoo
-from zoo.reference import make_tiny_checkpoint
+from zoo import make_tiny_checkpoint
 
 checkpoint = make_tiny_checkpoint("llama", "tiny-llama-kv")
 assets = {
@@ -27,7 +27,7 @@ assets = {
 # --8<-- [start:compare]
 import numpy as np
 
-from zoo.core.spec import DecodeSpec
+from zoo import DecodeSpec
 
 prompt = [5, 9, 13, 17, 21, 25, 29, 33, 37, 41]
 logits = {}

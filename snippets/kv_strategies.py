@@ -9,7 +9,7 @@ import sys
 # --8<-- [start:decode]
 import numpy as np
 
-from zoo.core.runtime import Model
+from zoo import Model
 from zoo.lab.kv_matrix import HostDecoder, build_block, export_block
 
 block = build_block("input-mask-blend")  # one attention layer, tiny widths
@@ -199,7 +199,7 @@ assert [row["state"] for row in state_table] == names
 # --8<-- [end:hybrid_states]
 
 if __name__ == "__main__" and "--record" in sys.argv:
-    from zoo.core.records import write_record
+    from zoo import write_record
 
     directory = sys.argv[sys.argv.index("--record") + 1]
     record = write_record(directory, "hybrid-states", {"states": state_table})

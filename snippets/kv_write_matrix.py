@@ -24,8 +24,7 @@ for row in rows:
 
 def record_latency(directory: str) -> None:
     """Per-step latency vs context position at a real width, per strategy."""
-    from zoo.core.isolate import run_isolated
-    from zoo.core.records import write_record
+    from zoo import run_isolated, write_record
     from zoo.lab.kv_matrix import REAL_WIDTH, measure_latency
 
     positions = [1, 16, 128, 512, 1024, 2046]
@@ -50,7 +49,7 @@ def record_latency(directory: str) -> None:
 
 
 if __name__ == "__main__":
-    from zoo.core.records import write_record
+    from zoo import write_record
 
     if "--record" in sys.argv:
         directory = sys.argv[sys.argv.index("--record") + 1]

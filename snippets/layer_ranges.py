@@ -6,9 +6,8 @@ Run: python snippets/layer_ranges.py
 """
 
 # --8<-- [start:export]
-from zoo import export_model
+from zoo import export_model, make_tiny_checkpoint
 from zoo.llama import load_llama
-from zoo.reference import make_tiny_checkpoint
 
 # a tiny random Llama of 8 layers as four ranges of 2 (SmolLM2-135M's 30
 # layers with layers_per_function=8 are four ranges: 8, 8, 8 and 6)
@@ -23,9 +22,8 @@ whole = export_model(model, "whole.aimodel", chunk=4, overwrite=True)
 # --8<-- [start:run]
 import numpy as np
 
-from zoo import DecodeSpec
+from zoo import DecodeSpec, run_isolated
 from zoo.core.generator import prefill_logits
-from zoo.core.isolate import run_isolated
 
 spec = DecodeSpec.of_asset(ranged)
 print(f"ranges {spec.ranges}, prefill chunk {spec.chunk}")

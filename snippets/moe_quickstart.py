@@ -9,7 +9,7 @@ Run: python snippets/moe_quickstart.py
 """
 
 # --8<-- [start:checkpoint]
-from zoo.reference import make_tiny_checkpoint
+from zoo import make_tiny_checkpoint
 
 # 4 layers of 6 experts, 2 per token (30B-A3B: 48 layers of 128, 8 per
 # token); qk-norm attention as dense Qwen3. Written by transformers.
@@ -56,8 +56,7 @@ assets = {experts: zoo.run_plan(plan) for experts, plan in plans.items()}
 # --8<-- [end:export]
 
 # --8<-- [start:generate]
-from zoo import Generator
-from zoo.reference import greedy_reference, reference_model
+from zoo import Generator, greedy_reference, reference_model
 
 expected = greedy_reference(reference_model("qwen3_moe", checkpoint), prompt)
 for experts, asset in assets.items():
@@ -110,7 +109,7 @@ export_and_compare("gemma4", gemma4)
 # --8<-- [end:gemma4]
 
 # --8<-- [start:router]
-from zoo.core.compress import get_preset
+from zoo import get_preset
 from zoo.core.eager import torch_logits
 
 
@@ -150,9 +149,8 @@ for name, model in (("router fp32", int4), ("router 4-bit too", also)):
 # --8<-- [start:sizes]
 import json
 
-from zoo.core.entry import get_entry
+from zoo import get_entry, get_strategy
 from zoo.core.experts import MixtureOfExperts
-from zoo.core.kv import get_strategy
 from zoo.core.memory import BYTES_PER_WEIGHT
 from zoo.released import released_configs
 

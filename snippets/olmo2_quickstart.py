@@ -7,7 +7,7 @@ Run: python snippets/olmo2_quickstart.py
 """
 
 # --8<-- [start:checkpoint]
-from zoo.reference import make_tiny_checkpoint
+from zoo import make_tiny_checkpoint
 
 # 4 layers of 4 heads (16 wide) over a hidden size of 64, as many KV heads
 # as query heads, an untied head; written by transformers' save_pretrained
@@ -17,9 +17,9 @@ checkpoint = make_tiny_checkpoint("olmo2", "tiny-olmo2")
 # --8<-- [start:parity]
 import torch
 
+from zoo import reference_model
 from zoo.core.eager import torch_logits
 from zoo.olmo2 import load_olmo2
-from zoo.reference import reference_model
 
 prompt = [2, 17, 33, 91, 5, 77, 12, 9, 100, 3]
 ours = torch_logits(load_olmo2(checkpoint, capacity=64), prompt)

@@ -8,7 +8,7 @@ Run: python snippets/phi3_quickstart.py
 """
 
 # --8<-- [start:checkpoint]
-from zoo.reference import make_tiny_checkpoint
+from zoo import make_tiny_checkpoint
 
 # 4 layers of 4 heads (16 wide) over a hidden size of 64, 2 KV heads, a tied
 # head, RoPE on 12 of each head's 16 dims, longrope short factors over an
@@ -33,8 +33,7 @@ asset = export_model(
 # --8<-- [end:export]
 
 # --8<-- [start:generate]
-from zoo import Generator
-from zoo.reference import greedy_reference, reference_model
+from zoo import Generator, greedy_reference, reference_model
 
 prompt = [2, 17, 33, 91, 5, 77, 12, 9, 100, 3]  # 2 prefill chunks + 2 steps
 with Generator(asset) as generator:
@@ -48,7 +47,7 @@ print(tokens, "8/8 identical to transformers")
 # --8<-- [start:states]
 import numpy as np
 
-from zoo.core.runtime import Model
+from zoo import Model
 
 with Model.load(asset) as loaded:
     states = loaded.function("decode").states

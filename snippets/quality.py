@@ -10,7 +10,7 @@ Run: python snippets/quality.py
 # --8<-- [start:score]
 import numpy as np
 
-from zoo.core.isolate import run_isolated
+from zoo import run_isolated
 from zoo.quality import (
     SCORED,
     eager_logits,
@@ -33,9 +33,8 @@ print(f"perplexity in torch eager {perplexity(eager, ids):.3f}")
 # --8<-- [end:score]
 
 # --8<-- [start:mixed]
+from zoo import fetch, get_entry
 from zoo.core.compress import get_preset, mixed
-from zoo.core.entry import get_entry
-from zoo.fetch import fetch
 
 # int4-block32 everywhere but the units named, which are int8 per channel
 preset = mixed(["embed_tokens", "layers.0"])

@@ -29,8 +29,8 @@ model = RunningSum().eval()
 # --8<-- [end:model]
 
 # --8<-- [start:export]
-from zoo.core.asset import read_metadata
-from zoo.core.export import export
+from zoo import export_module as export
+from zoo import read_metadata
 
 asset = export(
     model,
@@ -48,7 +48,7 @@ print(read_metadata(asset)["entry_points"])
 # --8<-- [end:export]
 
 # --8<-- [start:run]
-from zoo.core.runtime import Model
+from zoo import Model
 
 xs = torch.randn(4, 1, 8)
 with Model.load(asset) as loaded:

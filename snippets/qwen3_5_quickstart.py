@@ -7,7 +7,7 @@ Run: python snippets/qwen3_5_quickstart.py [--record DIR]
 """
 
 # --8<-- [start:checkpoint]
-from zoo.reference import make_tiny_checkpoint
+from zoo import make_tiny_checkpoint
 
 # 8 layers: 3 GatedDeltaNet + 1 attention, twice; 2 key heads, 4 value heads.
 checkpoint = make_tiny_checkpoint(
@@ -30,8 +30,7 @@ asset = export_qwen3_5(
 
 # --8<-- [start:generate]
 
-from zoo import Generator
-from zoo.reference import greedy_reference, reference_model
+from zoo import Generator, greedy_reference, reference_model
 
 prompt = [2, 17, 33, 91, 5, 77, 12, 9, 100, 3]  # 2 prefill chunks + 2 steps
 with Generator(asset) as generator:
@@ -45,7 +44,7 @@ print(tokens, "8/8 identical to transformers")
 # --8<-- [start:states]
 import numpy as np
 
-from zoo.core.runtime import Model
+from zoo import Model
 
 with Model.load(asset) as loaded:
     states = loaded.function("decode").states
@@ -93,7 +92,7 @@ if __name__ == "__main__":
     import sys
 
     if "--record" in sys.argv:
-        from zoo.core.records import write_record
+        from zoo import write_record
 
         directory = sys.argv[sys.argv.index("--record") + 1]
         for name, results in (

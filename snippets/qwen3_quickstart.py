@@ -7,7 +7,7 @@ Run: python snippets/qwen3_quickstart.py
 """
 
 # --8<-- [start:checkpoint]
-from zoo.reference import make_tiny_checkpoint
+from zoo import make_tiny_checkpoint
 
 # 4 layers; 6 query heads of 16 over a hidden size of 64 (0.6B: 16 x 128
 # over 1024), 2 KV heads; tied head. Written by transformers.
@@ -25,8 +25,7 @@ asset = export_model(
 # --8<-- [end:export]
 
 # --8<-- [start:generate]
-from zoo import Generator
-from zoo.reference import greedy_reference, reference_model
+from zoo import Generator, greedy_reference, reference_model
 
 prompt = [2, 17, 33, 91, 5, 77, 12, 9, 100, 3]  # 2 prefill chunks + 2 steps
 with Generator(asset) as generator:
@@ -40,7 +39,7 @@ print(tokens, "8/8 identical to transformers")
 # --8<-- [start:states]
 import numpy as np
 
-from zoo.core.runtime import Model
+from zoo import Model
 
 with Model.load(asset) as loaded:
     states = loaded.function("decode").states

@@ -39,7 +39,7 @@ if __name__ == "__main__" and "--record" in sys.argv:
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
-    from zoo.core.records import write_record
+    from zoo import write_record
     from zoo.released import MODELS
 
     directory = sys.argv[sys.argv.index("--record") + 1]

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from zoo.core.export import export
+from zoo import export_module as export
 
 
 class IndexPutWrite(torch.nn.Module):
@@ -67,7 +67,7 @@ def export_and_run_index_put_write() -> list[float]:
 
 if __name__ == "__main__":
     # --8<-- [start:isolate]
-    from zoo.core.isolate import run_isolated
+    from zoo import run_isolated
 
     outcome = run_isolated(export_and_run_index_put_write, timeout=300)
     print(
@@ -81,7 +81,7 @@ if __name__ == "__main__":
     import sys
 
     if "--record" in sys.argv:
-        from zoo.core.records import write_record
+        from zoo import write_record
 
         row = {
             "repro": "index_put KV write (cache[:, step] = x)",

@@ -8,7 +8,7 @@ Run: python snippets/speculative.py   (writes ./tiny-llama/ and an asset)
 
 # --8<-- [start:export]
 import zoo
-from zoo.reference import make_tiny_checkpoint
+from zoo import make_tiny_checkpoint
 
 checkpoint = make_tiny_checkpoint("llama", "tiny-llama")
 asset = zoo.export(

@@ -10,7 +10,7 @@ Run: python snippets/streamed_export.py
 
 # --8<-- [start:plan]
 import zoo
-from zoo.reference import make_tiny_checkpoint
+from zoo import make_tiny_checkpoint
 
 checkpoint = make_tiny_checkpoint("gpt_oss", "tiny-gpt_oss")
 plan = zoo.plan_export(

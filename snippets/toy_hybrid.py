@@ -20,9 +20,9 @@ import numpy as np
 import torch
 from torch import nn
 
-from zoo.core.export import export
+from zoo import Model
+from zoo import export_module as export
 from zoo.core.layers import GatedMLP, attend
-from zoo.core.runtime import Model
 from zoo.qwen3_5.config import Qwen3_5Config
 from zoo.qwen3_5.model import GatedDeltaNet, RMSNorm
 
@@ -226,7 +226,7 @@ if __name__ == "__main__":
         assert all(row["outcome"] == "ran exact" for row in rows), rows
         # --8<-- [end:check]
         if "--record" in sys.argv:
-            from zoo.core.records import write_record
+            from zoo import write_record
 
             directory = sys.argv[sys.argv.index("--record") + 1]
             record = write_record(directory, "toy-hybrid", {"outcomes": rows})

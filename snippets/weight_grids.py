@@ -15,9 +15,8 @@ import torch
 from safetensors import safe_open
 from torch import nn
 
-from zoo.core.compress import get_preset
+from zoo import fetch, get_preset
 from zoo.core.stores import stored_bits
-from zoo.fetch import fetch
 
 
 def error_and_bits(weight: torch.Tensor, preset: str) -> tuple[float, float]:
@@ -63,7 +62,7 @@ for model, tensor in [
 # --8<-- [end:grids]
 
 if __name__ == "__main__" and "--record" in sys.argv:
-    from zoo.core.records import write_record
+    from zoo import write_record
 
     directory = sys.argv[sys.argv.index("--record") + 1]
     print(f"wrote {write_record(directory, 'weight-grids', {'rows': rows})}")

@@ -41,7 +41,23 @@ _PUBLIC = {
     "GenerationRequest": "zoo.core.request",
     "DecodeSpec": "zoo.core.spec",
     "ContextFullError": "zoo.core.spec",
+    # what the recipes use: a torch module exported as it is, the runtime, an asset opened
+    "export_module": "zoo.core.export",
+    "Model": "zoo.core.runtime",
+    "open_asset": "zoo.core.asset",
+    "read_metadata": "zoo.core.asset",
+    "get_preset": "zoo.core.compress",
+    "get_strategy": "zoo.core.kv",
+    # transformers as the reference (tests and recipes; needs the `test` extra)
+    "make_tiny_checkpoint": "zoo.reference",
+    "reference_model": "zoo.reference",
+    "greedy_reference": "zoo.reference",
+    # real weights from the registries, results with where and when, calls in a child
+    "fetch": "zoo.fetch",
+    "write_record": "zoo.core.records",
+    "run_isolated": "zoo.core.isolate",
 }
+_RENAMED = {"export_module": "export"}  # the facade's name -> the module's
 __all__ = sorted(_PUBLIC)
 
 
@@ -50,4 +66,4 @@ def __getattr__(name: str):
         raise AttributeError(f"module 'zoo' has no attribute {name!r}")
     import importlib
 
-    return getattr(importlib.import_module(_PUBLIC[name]), name)
+    return getattr(importlib.import_module(_PUBLIC[name]), _RENAMED.get(name, name))
