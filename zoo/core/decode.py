@@ -220,12 +220,17 @@ def write_asset(
         spec,
         compression=preset.name,
         compression_detail=preset.detail,
+        encoding=plan.encoding,
         score_chunk=plan.score_chunk,
         verify_widths=list(plan.verify_widths) if plan.verify_widths else None,
         spans=list(plan.spans) if plan.spans else None,
         ranges=[list(r) for r in plan.ranges] if plan.ranges else None,
     )
     model = preset.apply(model)
+    if plan.encoding != "coreai-opt":  # the same codes, expanded by ordinary ops
+        from zoo.core.encoding import encode_plain
+
+        encode_plain(model, plan.encoding)
     drop_unread(model)  # (a part: the other ranges' weights were never read)
     return export_decoder(
         model,

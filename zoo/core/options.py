@@ -167,6 +167,15 @@ EXPORT_OPTIONS: tuple[ExportOption, ...] = (
         metavar=_presets_metavar,
     ),
     ExportOption(
+        "encoding",
+        "coreai-opt",
+        "how compressed weights are written: coreai-opt's ops (Macs); plain: the same codes "
+        "expanded by ordinary ops, bit-identical weights; plain-fp32: the same in float32 "
+        "arithmetic (within half an fp16 step); both decode faster on this Linux CPU runtime, "
+        "an int4 asset twice the size (docs/guides/compression.md#encodings)",
+        choices=("coreai-opt", "plain", "plain-fp32"),
+    ),
+    ExportOption(
         "verify",
         None,
         "add verify functions: K tokens in, the logits after each out, one per K "

@@ -35,6 +35,7 @@ class ExportPlan:
     keys: str  # key cache layout
     layers: int  # decoder layers
     kv_cache: str = "fp32"  # fp32, or int8 codes and scales (zoo.core.cache)
+    encoding: str = "coreai-opt"  # how compressed weights are written (zoo.core.encoding)
     first_layers: int | None = None  # only the first N layers, then norm and head: a draft
     ranges: tuple[tuple[int, int], ...] | None = None  # layer ranges, one function each
     spans: tuple[int, ...] | None = None  # prefill attention spans below the capacity
@@ -98,7 +99,11 @@ class ExportPlan:
             ("KV strategy", self.strategy),
             ("capacity", f"{self.capacity} tokens"),
             ("prefill chunk", f"{self.chunk} tokens"),
-            ("weights", f"{self.compress}, layout {self.weights}, keys {self.keys}"),
+            (
+                "weights",
+                f"{self.compress}, layout {self.weights}, keys {self.keys}"
+                + (f", encoding {self.encoding}" if self.encoding != "coreai-opt" else ""),
+            ),
             ("KV cache", KV_CACHES[self.kv_cache] + self._state_size()),
             *([("calibration", str(self.calibration))] if self.calibration else []),
             ("functions", self.functions()),
@@ -315,6 +320,7 @@ def _resolve(
 ) -> ExportPlan:
     """Every check of an export's options (`export_options`' keywords), in one place."""
     from zoo.core.compress import get_preset
+    from zoo.core.encoding import check_encoding
     from zoo.core.export import check_destination
     from zoo.core.kv import get_strategy
     from zoo.core.layout import auto_experts, default_chunk, resolve_layout
@@ -346,6 +352,7 @@ def _resolve(
         raise ValueError(f"--kv-cache is one of {list(KV_CACHES)}, got {kv_cache!r}")
     preset = get_preset(options["compress"])
     preset.check(entry.name)
+    check_encoding(options["encoding"], preset, engine)
     ranges = None
     if options["layers_per_function"] is not None:
         from zoo.core.ranges import check_splittable, split_layers
@@ -372,6 +379,7 @@ def _resolve(
         keys=layout["keys"],
         layers=layers,
         kv_cache=kv_cache,
+        encoding=options["encoding"],
         ranges=ranges,
         spans=tuple(spans) if spans else None,
         sidecar=wants_sidecar if entry.sidecar_option else None,

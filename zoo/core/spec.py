@@ -95,6 +95,7 @@ class DecodeSpec:
     layout: dict[str, str] = field(default_factory=dict)  # zoo.core.layout: weights, keys
     compression: str = "fp32"  # zoo.core.compress preset the weights were stored with
     compression_detail: str | None = None  # what a mixed preset chose (zoo.core.compress)
+    encoding: str = "coreai-opt"  # how its compressed weights are written (zoo.core.encoding)
     # tables kept out of the graph (zoo.core.sidecar): input name -> file, rows, width
     sidecars: dict[str, dict] = field(default_factory=dict)
     # a third function, `score`: this many tokens in, every row's logits out (zoo.quality)
