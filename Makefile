@@ -73,6 +73,8 @@ bench: $(STAMP)
 	$(BIN)/python -m zoo.bench.ranges --chunks 16 --ranges 1,2 --spans 128,512 \
 	  --record $(or $(RECORDS),docs/records)
 	$(BIN)/python -m zoo.bench.host --record $(or $(RECORDS),docs/records)
+	# decode ms a token of real weights per preset and encoding (--encoding plain)
+	$(BIN)/python -m zoo.bench.encodings --record $(or $(RECORDS),docs/records)
 	# `zoo generate`'s start-up, beside the commit before the torch-free host loop
 	$(BIN)/python -m zoo.bench.startup --before 6e3254f --record $(or $(RECORDS),docs/records)
 	# full-size compressed exports: bf16 checkpoints kept in .cache/bench (1.5 GB + 10 GB)

@@ -14,7 +14,9 @@ own formula (`scale * (code - zero_point)`, or `scale * (code - q_min) + minval`
 same dtype, so the weights it expands are bit-identical to coreai-opt's (tested). The cost:
 4-bit codes take a byte each, so an int4 asset is about twice coreai-opt's size. Tables
 (embeddings) are stored `[rows, columns]` and a token's row is expanded after its lookup.
-Palettized weights (LUTs) and stacked experts keep coreai-opt's encoding.
+A head tied to the table gets its own copy of the codes, `[in, out]`: expanding the whole
+table on every call would cost more than the head's matmul. Palettized weights (LUTs) and
+stacked experts keep coreai-opt's encoding.
 """
 
 from __future__ import annotations
@@ -168,6 +170,13 @@ def encode_plain(model: nn.Module, encoding: str = "plain") -> nn.Module:
     from zoo.core.weights import replace_module
 
     exact = encoding == "plain"
+    table = getattr(model, "embed_tokens", None)
+    tied = getattr(model, "lm_head", False) is None and table is not None
+    if tied and (found := _dequantizer(table)) is not None:
+        # a tied head would expand the whole table on every call: it gets its own copy of
+        # the codes in the layout the matmul reads, as the float32 layouts give it one
+        head = nn.Linear(table.embedding_dim, table.num_embeddings, bias=False, device="meta")
+        model.lm_head = PlainLinear(head, *found, exact)
     for name, module in list(model.named_modules()):
         found = _dequantizer(module) if name else None
         if found is None:
