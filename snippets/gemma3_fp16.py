@@ -6,7 +6,8 @@ Run: python snippets/gemma3_fp16.py [--record DIR [--runtime]]
 """
 
 # --8<-- [start:peaks]
-from zoo import fetch, reference_model
+from zoo import reference_model
+from zoo.fetch import fetch
 from zoo.lab.fp16 import FP16_MAX, residual_peaks
 from zoo.quality import SCORED, text_ids
 

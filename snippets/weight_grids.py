@@ -15,8 +15,9 @@ import torch
 from safetensors import safe_open
 from torch import nn
 
-from zoo import fetch, get_preset
+from zoo import get_preset
 from zoo.core.stores import stored_bits
+from zoo.fetch import fetch
 
 
 def error_and_bits(weight: torch.Tensor, preset: str) -> tuple[float, float]:

@@ -52,8 +52,8 @@ _PUBLIC = {
     "make_tiny_checkpoint": "zoo.reference",
     "reference_model": "zoo.reference",
     "greedy_reference": "zoo.reference",
-    # real weights from the registries, results with where and when, calls in a child
-    "fetch": "zoo.fetch",
+    # results with where and when, calls in a child (real weights: `zoo.fetch.fetch`; the
+    # name `zoo.fetch` is that module's)
     "write_record": "zoo.core.records",
     "run_isolated": "zoo.core.isolate",
 }

@@ -169,3 +169,14 @@ def test_the_facade_names_what_a_user_needs():
     for name in ("export", "export_model", "load", "plan_export", "run_plan", "Generator"):
         assert name in zoo.__all__
     assert all(getattr(zoo, name) is not None for name in zoo.__all__)
+
+
+def test_no_public_name_of_the_facade_is_a_module_of_zoo():
+    """`from zoo import fetch` would give the module zoo.fetch once it was imported, not
+    the facade's function: a public name must not be a submodule's."""
+    import zoo
+
+    submodules = {
+        p.stem for p in ZOO.iterdir() if p.suffix == ".py" or (p / "__init__.py").exists()
+    }
+    assert not set(zoo.__all__) & submodules
