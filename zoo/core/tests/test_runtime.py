@@ -170,7 +170,7 @@ def test_pytest_record_option_writes_records_with_provenance(tmp_path):
             "pytest",
             "-q",
             "-p",
-            "zoo.testing",
+            "zoo.pytest_plugin",
             "--record",
             str(tmp_path / "out"),
             str(test),

@@ -19,6 +19,7 @@ ZOO = Path(__file__).resolve().parents[2]
 ABOVE_CORE = (
     "zoo.lab",
     "zoo.testing",
+    "zoo.pytest_plugin",
     "zoo.quality",
     "zoo.fetch",
     "zoo.released",
@@ -180,3 +181,39 @@ def test_no_public_name_of_the_facade_is_a_module_of_zoo():
         p.stem for p in ZOO.iterdir() if p.suffix == ".py" or (p / "__init__.py").exists()
     }
     assert not set(zoo.__all__) & submodules
+
+
+def test_a_test_file_of_the_checkout_without_a_tier_is_refused(tmp_path):
+    """`make check` selects by tier: a file of the zoo's own without one is refused at
+    collection (a file outside the checkout, a device's own test, is not the zoo's)."""
+    import os
+
+    untiered = ZOO / "core" / "tests" / f"test_untiered_{os.getpid()}.py"
+    outside = tmp_path / "test_outside.py"
+    for path in (untiered, outside):
+        path.write_text("def test_nothing():\n    assert True\n")
+    try:
+        said = {}
+        for path in (untiered, outside):
+            run = subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "pytest",
+                    "-q",
+                    "-p",
+                    "no:cacheprovider",
+                    "-p",
+                    "zoo.pytest_plugin",
+                    str(path),
+                ],
+                capture_output=True,
+                text=True,
+                cwd=tmp_path,
+                timeout=300,
+            )
+            said[path] = (run.returncode, run.stdout + run.stderr)
+        assert said[untiered][0] == 4 and "every test file names one tier" in said[untiered][1]
+        assert said[outside][0] == 0, said[outside][1]
+    finally:
+        untiered.unlink()
