@@ -9,29 +9,29 @@ import os
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from zoo.core.files import inside, read_json, read_json_and_digest
+from zoo.core.files import inside, read_json_and_digest
 
 METADATA_KEY = "zoo"  # the asset metadata's section the zoo writes
 
 
 def read_metadata(path: str | os.PathLike) -> dict:
-    """What `export` recorded in the asset: producer versions, entry points, states.
+    """What `export` recorded in the asset (its zoo section: producer versions, entry
+    points, states), read by `open_asset` without checking the files.
 
-    Read from the asset's metadata.json with `json`: coreai-core 1.0.0b3's metadata reader
-    turns a stored 1 into True (a stop id of 1 came back as `[true]`).
+    Read with `json`: coreai-core 1.0.0b3's metadata reader turns a stored 1 into True (a
+    stop id of 1 came back as `[true]`).
     """
-    path = Path(path)
-    if not path.is_dir():
-        raise FileNotFoundError(
-            f"no asset at {path}: export one first (zoo export CHECKPOINT {path.name})"
-        )
-    metadata = read_json(path / "metadata.json", f": {path} is not a complete .aimodel asset")
-    custom = metadata.get("creatorDefinedMetadata") or {}
-    if METADATA_KEY not in custom:
+    return zoo_section(open_asset(path, verify=False))
+
+
+def zoo_section(opened: OpenedAsset) -> dict:
+    """The zoo's section of an opened asset; refused, naming it, for an asset the zoo did
+    not export."""
+    if opened.section is None:
         raise ValueError(
-            f"{path} was not exported by the zoo (its metadata has no {METADATA_KEY!r})"
+            f"{opened.path} was not exported by the zoo (its metadata has no {METADATA_KEY!r})"
         )
-    return custom[METADATA_KEY]
+    return opened.section
 
 
 def file_digest(path: Path) -> str:

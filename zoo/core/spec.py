@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from zoo.core.asset import METADATA_KEY, OpenedAsset, open_asset, read_metadata
+from zoo.core.asset import OpenedAsset, open_asset, read_metadata, zoo_section
 from zoo.core.files import inside
 from zoo.core.kv import causal_mask, chunk_rows, get_strategy
 
@@ -194,13 +194,8 @@ class DecodeSpec:
                 f"{asset} is one layer range of the asset {whole}, exported range by range: "
                 f"it runs with the others, so load {whole}"
             )
-        decode = opened.decode
+        decode = zoo_section(opened).get("decode")
         if decode is None:
-            if opened.section is None:
-                raise ValueError(
-                    f"{opened.path} was not exported by the zoo (its metadata has no "
-                    f"{METADATA_KEY!r})"
-                )
             raise ValueError(f"{opened.path} was not exported by zoo.core.decode.export_decoder")
         try:
             return cls(**decode)
