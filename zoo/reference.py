@@ -18,18 +18,42 @@ def make_tiny_checkpoint(
     variant: str | None = None,
     seed: int = 0,
     multimodal: bool = False,
+    images: bool = False,
     **text,
 ) -> Path:
     """A random-weight checkpoint of `entry` (a `ModelEntry` or its name) written by
     transformers' `save_pretrained` (config.json, model.safetensors, tokenizer.json): the
     code that loads it loads a released one. `text` overrides fields of the tiny text
-    config (e.g. `num_hidden_layers=8`)."""
+    config (e.g. `num_hidden_layers=8`). `images` (an entry that reads them): the multimodal
+    layout with the image processor's settings, image tokens and a chat template."""
     entry = _entry(entry)
     variant = variant or next(iter(entry.tiny.variants))
     if variant not in entry.tiny.variants:
         raise ValueError(f"no tiny {entry.title} variant {variant!r}: {list(entry.tiny.variants)}")
     config = {**entry.tiny.text, **entry.tiny.variants[variant], **text}
-    return write_tiny_checkpoint(entry, Path(directory), config, seed, multimodal)
+    directory = write_tiny_checkpoint(entry, Path(directory), config, seed, multimodal or images)
+    if images:
+        write_image_files(entry, directory)
+    return directory
+
+
+def write_image_files(entry, directory: Path) -> None:
+    """What a checkpoint that reads images ships beside its weights: the image processor's
+    settings (written by transformers' own processor), a tokenizer with the image tokens,
+    a chat template that places them."""
+    import importlib
+
+    media = entry.tiny.images
+    if not media:
+        raise ValueError(f"the {entry.title} entry reads no images")
+    name = entry.transformers_name
+    module = importlib.import_module(
+        f"transformers.models.{name.lower()}.image_processing_pil_{name.lower()}"
+    )
+    getattr(module, f"{name}ImageProcessorPil")(**media["processor"]).save_pretrained(directory)
+    vocab = json.loads((directory / "config.json").read_text())["text_config"]["vocab_size"]
+    write_tokenizer(directory, vocab, media["specials"])
+    (directory / "chat_template.jinja").write_text(media["chat_template"])
 
 
 def reference_model(entry, directory: str | Path):

@@ -47,7 +47,18 @@ def section_digest(section: dict) -> str:
     """sha256 of an asset's zoo metadata (its decode spec, functions, provenance), the list
     of files and this digest aside: an edited capacity or vocabulary is refused on load."""
     kept = {k: v for k, v in section.items() if k not in ("files", "sha256")}
-    return hashlib.sha256(json.dumps(kept, sort_keys=True).encode()).hexdigest()
+    return hashlib.sha256(json.dumps(_integral(kept), sort_keys=True).encode()).hexdigest()
+
+
+def _integral(value):
+    """`value` with whole floats as ints: the converter stores 0.0 as 0 in metadata.json."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {k: _integral(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_integral(v) for v in value]
+    return value
 
 
 def sealed(section: dict, folder: Path) -> dict:

@@ -176,6 +176,14 @@ def add_generate_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--system", help="a system turn before the user's (implies --chat)")
     parser.add_argument(
+        "--image",
+        type=Path,
+        action="append",
+        metavar="FILE",
+        help="an image in the user's turn, before --prompt (repeat for several; through the "
+        "chat template; an asset with a vision component, docs/guides/multimodal.md)",
+    )
+    parser.add_argument(
         "--max-new-tokens",
         type=whole_number(1),
         help="at most this many new tokens (default: as many as the context holds after "

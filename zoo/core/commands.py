@@ -125,12 +125,26 @@ def _generate_command(args, interruption: Interruption) -> int:
     spec = None if bundle else DecodeSpec.of_asset(asset)  # checked before loading
     path = tokenizer_path(asset or args.asset, args.tokenizer) if args.prompt is not None else None
     tokenizer = load_tokenizer(path) if path is not None else None
-    if tokenizer is not None:
+    images = _images(args, asset)  # always through the chat template
+    if images:
+        from zoo.core.media import image_prompt, vision_processor
+
+        processor = vision_processor(asset.components, asset.path)
+        prompt_ids = image_prompt(
+            tokenizer, path.parent, args.prompt, images, processor, args.system
+        )
+    elif tokenizer is not None:
         prompt_ids = encode_prompt(tokenizer, path.parent, args.prompt, chat, args.system)
     else:
         prompt_ids = token_ids(args.prompt_ids)
     request = GenerationRequest(
-        tuple(prompt_ids), args.max_new_tokens, None, args.temperature, args.top_k, args.seed
+        tuple(prompt_ids),
+        args.max_new_tokens,
+        None,
+        args.temperature,
+        args.top_k,
+        args.seed,
+        tuple(images),
     )
     if spec is not None:
         request = request.fitted(spec)  # refused here, before the model loads
@@ -147,6 +161,22 @@ def _generate_command(args, interruption: Interruption) -> int:
             check_same_vocabulary(args.asset, draft.path)
     interruption.check()
     return _generate(args, request, tokenizer, asset, interruption, draft)
+
+
+def _images(args, asset) -> list:
+    """`--image` files, read (a bad file refused by name), for an asset that reads them."""
+    if not args.image:
+        return []
+    from zoo.core.media import read_image, vision_processor
+
+    if asset is None or args.prompt is None or args.speculate:
+        what = "a bundle" if asset is None else "--prompt-ids" if args.prompt is None else ""
+        raise ValueError(
+            "--image goes with --prompt text on an asset of `zoo export`, without --speculate"
+            + (f" (not {what})" if what else "")
+        )
+    vision_processor(asset.components, asset.path)  # a text-only asset refused by name
+    return [read_image(path) for path in args.image]
 
 
 def _generate(args, request, tokenizer, asset, interruption: Interruption, draft=None) -> int:
@@ -175,6 +205,8 @@ def _generate(args, request, tokenizer, asset, interruption: Interruption, draft
                 runner.functions.load_all()  # every verify width too
             else:
                 runner.functions["prefill"]
+            if request.images:
+                runner.functions["vision"]
             if draft is not None:
                 drafter = Generator(draft, args.compute_unit)
                 drafter.functions.load_all()

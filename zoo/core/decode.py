@@ -127,6 +127,7 @@ def export_decoder(
     program_pass=None,
     extra_files: dict | None = None,
     part: int | None = None,
+    components: dict | None = None,
 ) -> Path:
     """Export a zoo decoder (`forward(input_ids, positions, step, states)`) as prefill +
     decode (+ score if `spec.score_chunk`), each a `FlatDecoder` over the same states, with
@@ -137,7 +138,9 @@ def export_decoder(
     `program_pass`, if given, rewrites each function's `torch.export` program before the
     conversion (e.g. an fp16 cast). `extra_files` (name -> write(path)) adds files to the
     asset, listed in its manifest like the program. `part` (a layer range's number) writes
-    only that range's functions: one part of an export range by range (`zoo.core.stream`)."""
+    only that range's functions: one part of an export range by range (`zoo.core.stream`).
+    `components` (name -> (EntryPoint, its metadata)) adds functions of other components
+    beside the decoder's (a vision encoder, `zoo.core.components`)."""
     spec.check_exportable()
     spans = [*(spec.spans or []), None]
     functions = [("prefill", spec.chunk, s) for s in spans] + [("decode", 1, None)]
@@ -159,11 +162,15 @@ def export_decoder(
     sources = getattr(model, "sidecars", {})
     files = {spec.sidecars[name]["file"]: sources[name].write for name in spec.sidecars}
     files.update(extra_files or {})
+    described = decoder_component(entries, spec)
+    for name, (entry, component) in (components or {}).items():
+        entries.append(entry)
+        described[name] = component
     return export_entry_points(
         entries,
         path,
         overwrite=overwrite,
-        extra_metadata={"decode": asdict(spec), "components": decoder_component(entries, spec)},
+        extra_metadata={"decode": asdict(spec), "components": described},
         extra_files=files,
     )
 
@@ -226,6 +233,12 @@ def write_asset(
         spans=list(plan.spans) if plan.spans else None,
         ranges=[list(r) for r in plan.ranges] if plan.ranges else None,
     )
+    components = {}
+    if "vision" in plan.components and part is None:  # before the decoder is compressed
+        from zoo.core.components import vision_entry_point
+
+        components["vision"] = vision_entry_point(plan, model.config.hidden_size)
+        spec = replace(spec, soft_tokens=model.config.hidden_size)
     model = preset.apply(model)
     if plan.encoding != "coreai-opt":  # the same codes, expanded by ordinary ops
         from zoo.core.encoding import encode_plain
@@ -240,6 +253,7 @@ def write_asset(
         program_pass=preset.program_pass,
         extra_files=copied if part is None else {},
         part=part,
+        components=components,
     )
 
 
@@ -251,6 +265,9 @@ def example_inputs(
     inputs = {"input_ids": np.zeros((1, length), np.int32), **spec.host_inputs(0, length, span)}
     for name, sidecar in spec.sidecars.items():
         inputs[name] = np.zeros((1, length, sidecar["width"]), np.float32)
+    if spec.soft_tokens:  # images: soft tokens in place of some tokens' embeddings
+        inputs["soft_tokens"] = np.zeros((1, length, spec.soft_tokens), np.float32)
+        inputs["soft_mask"] = np.zeros((1, length, 1), np.float32)
     states = tuple(zero_state(spec, name) for name in spec.state_shapes)
     return inputs, (*(torch.from_numpy(v) for v in inputs.values()), *states)
 

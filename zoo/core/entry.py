@@ -40,6 +40,9 @@ class TinyCheckpoint:
     variants: dict[str, dict] = field(default_factory=lambda: {"default": {}})
     towers: dict = field(default_factory=dict)  # e.g. {"vision_config": {...}}
     jitter: tuple[str, ...] = ()
+    # a checkpoint that reads images (`make_tiny_checkpoint(images=True)`): the image
+    # processor's settings, the special tokens (id -> text) and a chat template
+    images: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -55,6 +58,8 @@ class ModelEntry:
     tiny: TinyCheckpoint
     text_only: bool = False
     towers: tuple[str, ...] = ()  # checkpoint names (after the prefix) of other modalities
+    # the module that reads its vision encoder, if it does (zoo.core.components)
+    vision: object = None
     # the load option that keeps lookup tables out of the graph (`--sidecar`), if any
     sidecar_option: str | None = None
     # our names a checkpoint may carry that the decoder does not use (beyond a tied head)

@@ -103,7 +103,8 @@ class Generator:
                     "decode",
                     *(self.spec.verify_kind(width) for width in self.spec.widths),
                 )
-            },
+            }
+            | ({"vision": ["vision"]} if "vision" in self.asset.components else {}),
         )
         # prefill over the first `span` columns of the caches (DecodeSpec.spans)
         self.spanned = _Loaded(
@@ -123,6 +124,7 @@ class Generator:
         for function in self.functions["decode"]:
             self.states.update(function.new_states())
         self.position = 0
+        self.soft: dict[int, np.ndarray] = {}  # position -> an image's soft token there
 
     def _fitting(self, ids: Sequence[int], context: int, advice: str) -> list[int]:
         """`ids` as a list, refused if empty, out of the vocabulary, or past `context`."""
@@ -167,7 +169,15 @@ class Generator:
         """What `function` declares, for `piece` at `position` (`carried`: what the earlier
         ranges passed on to a later one, by input name; `span`: its attention span)."""
         ids_array = np.array([piece], np.int32)
+        soft = {}
+        if "soft_tokens" in function.inputs:  # an asset that reads images: pad ids there
+            from zoo.core.media import soft_inputs
+
+            pad = self.asset.components["vision"]["processor"]["pad_token_id"]
+            soft = soft_inputs(self.soft, position, len(piece), self.spec.soft_tokens)
+            ids_array = np.where(soft["soft_mask"][..., 0] > 0, pad, ids_array).astype(np.int32)
         inputs = {
+            **soft,
             "input_ids": ids_array,
             **self.spec.host_inputs(position, len(piece), span),
             **self.spec.token_inputs(ids_array, self.sidecars),
@@ -179,6 +189,14 @@ class Generator:
             for name, value in inputs.items()
             if name in function.inputs
         }
+
+    def encode_images(self, images: Sequence) -> list[np.ndarray]:
+        """Each image (a file path or a PIL image) through the asset's vision encoder: its
+        soft tokens `[n, width]`, prepared as the checkpoint's processor prepares it."""
+        from zoo.core.media import encode_images, vision_processor
+
+        processor = vision_processor(self.asset.components, self.asset.path)
+        return encode_images(self.functions["vision"][0], images, processor)
 
     def _start(self, function, piece: list[int], position: int, carried=None, span=None):
         states = {name: self.states[name] for name in function.state_names}
@@ -279,6 +297,7 @@ class Generator:
         top_k: int | None = None,
         seed: int | None = None,
         on_token: Callable[[int], None] | None = None,
+        images: Sequence = (),
     ) -> list[int]:
         """Greedy (or seeded sampled) continuation of `prompt_ids`, from a fresh context:
         the options of a `GenerationRequest`, checked before anything runs.
@@ -294,6 +313,7 @@ class Generator:
             temperature,
             top_k,
             seed,
+            tuple(images),
         )
         return self.run(request, on_token)
 
@@ -305,6 +325,12 @@ class Generator:
         stops = set(request.stop_token_ids)
         rng = np.random.default_rng(request.seed)
         self.reset()
+        if request.images:  # soft tokens at the prompt's image tokens
+            from zoo.core.media import soft_token_rows, vision_processor
+
+            processor = vision_processor(self.asset.components, self.asset.path)
+            features = self.encode_images(request.images)
+            self.soft = soft_token_rows(request.prompt_ids, features, processor)
         logits = self.feed(request.prompt_ids)
         new: list[int] = []
         while len(new) < request.max_new_tokens:

@@ -193,3 +193,12 @@ def head_logits(
     if softcap:
         logits = torch.tanh(logits / softcap) * softcap
     return logits
+
+
+def with_soft_tokens(h: torch.Tensor, step: dict) -> torch.Tensor:
+    """The embeddings `h` `[1, T, width]` with an image's soft tokens in place where the
+    host's `soft_mask` says (an asset with a vision component, `DecodeSpec.soft_tokens`);
+    the token ids there are the pad id, so the rest of the model sees the pad token."""
+    if "soft_tokens" not in step:
+        return h
+    return torch.where(step["soft_mask"] > 0.5, step["soft_tokens"], h)

@@ -11,6 +11,7 @@ strategies, layouts) are read when the parser is built, for `export` only.
 from __future__ import annotations
 
 import argparse
+import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -129,6 +130,13 @@ def _kv_caches() -> tuple[str, ...]:
 
 EXPORT_OPTIONS: tuple[ExportOption, ...] = (
     ExportOption("overwrite", False, "replace an asset the zoo wrote"),
+    ExportOption(
+        "text_only",
+        False,
+        "the text decoder alone: leave out a multimodal checkpoint's vision encoder "
+        "(docs/guides/multimodal.md)",
+        model=False,
+    ),
     ExportOption(
         "target",
         "zoo",
@@ -326,3 +334,22 @@ def keywords_doc(model: bool = False) -> str:
             said = o.help if isinstance(o.help, str) else " ".join(o.help.__doc__.split())
             lines.append(f"- `{o.name}`{default}: {said}")
     return "\n    ".join(lines) + "\n"
+
+
+def calibration_file(compress: str, calibration: str | os.PathLike | None) -> Path | None:
+    """The calibration text a calibrated preset needs, checked; refused for another."""
+    from zoo.core.compress import get_preset
+
+    preset = get_preset(compress)
+    if calibration is None:
+        preset.check_calibration(None)
+        return None
+    if not preset.calibrated:
+        raise ValueError(
+            f"--calibration is for a calibrated preset (gptq:int4-block64, ...), not "
+            f"--compress {compress}"
+        )
+    path = Path(calibration)
+    if not path.is_file():
+        raise ValueError(f"--calibration {path}: no such file (a UTF-8 text file)")
+    return path

@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from zoo.core.memory import BYTES_PER_WEIGHT, CONVERTER_COPIES, OTHER_BYTES_PER_WEIGHT
-from zoo.core.options import export_options, keywords_doc
+from zoo.core.options import calibration_file, export_options, keywords_doc
 from zoo.core.spec import KV_CACHES, check_capacity, check_spans, check_verify_widths
 
 
@@ -48,6 +48,10 @@ class ExportPlan:
     target: str = "zoo"  # or "apple-engine": a bundle for Apple's engine (zoo.core.engine)
     model_id: str | None = None  # apple-engine: the hub name the bundle records
     streamed: bool = False  # range by range, one part each (zoo.core.stream)
+    # the asset's components (zoo.core.components): "decoder", and "vision" when the
+    # checkpoint has a vision encoder the entry reads; why others were left out
+    components: tuple[str, ...] = ("decoder",)
+    left_out: str = ""
     parameters: int = 0  # values in the checkpoint's tensors the model reads
     held_parameters: int = 0  # of those, the most held at once (the largest range streamed)
     estimated_bytes: int = 0  # the asset on disk
@@ -83,7 +87,8 @@ class ExportPlan:
         widths = sorted({*(self.verify_widths or ()), self.score_chunk} - {None})
         verify = f" + verify of {', '.join(map(str, widths))} tokens" if widths else ""
         spans = f" + prefill over spans of {', '.join(map(str, self.spans))}" if self.spans else ""
-        return f"prefill + decode{verify}{spans}, layer ranges: {ranges}"
+        vision = " + vision (the image encoder)" * ("vision" in self.components)
+        return f"prefill + decode{verify}{spans}{vision}, layer ranges: {ranges}"
 
     def describe(self) -> str:
         """The plan as `zoo export --dry-run` prints it (paths under home as `~/...`, as the
@@ -106,6 +111,10 @@ class ExportPlan:
             ),
             ("KV cache", KV_CACHES[self.kv_cache] + self._state_size()),
             *([("calibration", str(self.calibration))] if self.calibration else []),
+            (
+                "components",
+                "; ".join([" + ".join(self.components), self.left_out][: 1 + bool(self.left_out)]),
+            ),
             ("functions", self.functions()),
             *(
                 [("layers", f"the first {self.layers}, then the final norm and head (a draft)")]
@@ -182,6 +191,7 @@ def plan_export(
     "off" in one piece, "auto" range by range when the whole model would not fit in half
     this machine's memory. `target="apple-engine"`: a bundle for Apple's engine
     (`zoo.core.engine`), planned and checked alike."""
+    from zoo.core.components import check_components, plan_components
     from zoo.core.entry import entry_for_config, get_entry, stores_a_head
     from zoo.core.files import read_json
     from zoo.core.memory import state_bytes, stream_plan, streamable
@@ -240,7 +250,7 @@ def plan_export(
         plan,
         parameters=parameters,
         estimated_bytes=int(stored * per_weight),
-        calibration=_calibration_file(plan.compress, options["calibration"]),
+        calibration=calibration_file(plan.compress, options["calibration"]),
     )
     if plan.calibration and not (checkpoint / "tokenizer.json").is_file():
         raise ValueError(
@@ -252,29 +262,13 @@ def plan_export(
         state_bytes=state_bytes(found, config, plan.strategy, plan.capacity, plan.kv_cache, layers),
     )
     plan = stream_plan(plan, found, per_layer, options["stream"], config)
+    components, left_out = plan_components(found, checkpoint, options["text_only"])
+    plan = replace(plan, components=components, left_out=left_out)
+    check_components(plan)
     from zoo.core.export import check_room
 
     check_room(plan.output, plan.estimated_bytes + (16 << 20))  # before minutes of loading
     return plan
-
-
-def _calibration_file(compress: str, calibration: str | os.PathLike | None) -> Path | None:
-    """The calibration text a calibrated preset needs, checked; refused for another."""
-    from zoo.core.compress import get_preset
-
-    preset = get_preset(compress)
-    if calibration is None:
-        preset.check_calibration(None)
-        return None
-    if not preset.calibrated:
-        raise ValueError(
-            f"--calibration is for a calibrated preset (gptq:int4-block64, ...), not "
-            f"--compress {compress}"
-        )
-    path = Path(calibration)
-    if not path.is_file():
-        raise ValueError(f"--calibration {path}: no such file (a UTF-8 text file)")
-    return path
 
 
 def plan_for_model(model, output: str | os.PathLike, **options) -> ExportPlan:

@@ -114,6 +114,10 @@ class DecodeSpec:
     spans: list[int] | None = None
     # states not stored float32, by name: an int8 KV cache's codes (zoo.core.cache)
     state_dtypes: dict[str, str] = field(default_factory=dict)
+    # images: every function also takes `soft_tokens` `[1, T, width]` (a vision component's
+    # output) and `soft_mask` `[1, T, 1]` (1 where a soft token replaces the token's
+    # embedding); the width, or None for a text-only asset
+    soft_tokens: int | None = None
 
     def __post_init__(self) -> None:
         # a hand-edited or damaged metadata.json must not decode silently wrong: a stop id

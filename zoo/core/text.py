@@ -68,9 +68,10 @@ def load_tokenizer(path: Path):
         raise ValueError(f"{path} is not a tokenizer.json ({error})") from None
 
 
-def chat_prompt(directory: Path, user_text: str, system: str | None = None) -> str:
-    """`user_text` as one user turn (after a `system` turn, if given) through the chat
-    template of a checkpoint directory
+def chat_prompt(directory: Path, user_text: str, system: str | None = None, images: int = 0) -> str:
+    """`user_text` as one user turn (after a `system` turn, if given; after `images`
+    images, as a list of content items, when there are any) through the chat template of a
+    checkpoint directory
     (chat_template.jinja, or tokenizer_config.json's "chat_template"), ready for the
     model's reply, rendered in a sandbox as transformers renders it."""
     from zoo.core.files import read_json
@@ -112,7 +113,7 @@ def chat_prompt(directory: Path, user_text: str, system: str | None = None) -> s
     rendered = compiled.generate(
         messages=[
             *([{"role": "system", "content": system}] if system is not None else []),
-            {"role": "user", "content": user_text},
+            {"role": "user", "content": _content(user_text, images)},
         ],
         add_generation_prompt=True,
         bos_token=special("bos_token"),
@@ -126,6 +127,15 @@ def chat_prompt(directory: Path, user_text: str, system: str | None = None) -> s
             environment.refuse(f"wrote over {TEMPLATE_CHARACTERS:,} characters")
         pieces.append(piece)
     return "".join(pieces)
+
+
+def _content(text: str, images: int):
+    """A user turn's content: the text, or (with images) the images then the text, as
+    items (`{"type": "image"}`, `{"type": "text", "text": ...}`), as transformers passes
+    them to a processor's template."""
+    if not images:
+        return text
+    return [{"type": "image"}] * images + [{"type": "text", "text": text}]
 
 
 # A chat template is code from the checkpoint: its rendering gets a time and a size

@@ -309,8 +309,11 @@ def _assign(module: torch.nn.Module, leaf: str, tensor: torch.Tensor) -> None:
             f"is stored as {tensor.dtype}, not as floating-point weights ({leaf}): a "
             "quantized or damaged checkpoint; dequantize it to bf16, fp16 or fp32 first"
         )
-    if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
-        raise CheckpointError(f"has NaN or infinite values: the checkpoint is damaged ({leaf})")
+    if tensor.is_floating_point():  # clip bounds may be infinite (a linear left unclipped)
+        bounds = leaf in getattr(module, "MAY_BE_INFINITE", ())
+        damaged = torch.isnan(tensor) if bounds else ~torch.isfinite(tensor)
+        if bool(damaged.any()):
+            raise CheckpointError(f"has NaN or infinite values: the checkpoint is damaged ({leaf})")
     if leaf in module._parameters:
         target = module._parameters[leaf]
         module._parameters[leaf] = torch.nn.Parameter(

@@ -6,6 +6,7 @@ is all the rest of the zoo needs to know about it (`zoo.core.entry`)."""
 from zoo.core.decode import export_model as export_gemma4
 from zoo.core.eager import decode_spec, torch_logits
 from zoo.core.entry import ModelEntry, TinyCheckpoint, register
+from zoo.gemma4 import vision
 from zoo.gemma4.config import Gemma4Config, UnsupportedConfig
 from zoo.gemma4.model import Gemma4
 
@@ -75,8 +76,26 @@ TINY = TinyCheckpoint(
             num_attention_heads=2,
             num_key_value_heads=2,
             head_dim=16,
+            use_clipped_linears=True,
         ),
         audio_config=None,
+        boi_token_id=124,
+        image_token_id=125,
+        eoi_token_id=126,
+    ),
+    jitter=("position_embedding_table",),  # ones at init: every position alike
+    images=dict(
+        processor=dict(max_soft_tokens=70),  # 630 patches of 16 x 16 pixels
+        specials={105: "<start_of_turn>", 106: "<end_of_turn>", 124: "<|image>"}
+        | {125: "<|image|>", 126: "<image|>"},
+        chat_template=(
+            "{% for m in messages %}<start_of_turn>{{ m.role }}\n"
+            "{% if m.content is string %}{{ m.content }}{% else %}"
+            "{% for item in m.content %}{% if item.type == 'image' %}<|image|>"
+            "{% else %}{{ item.text }}{% endif %}{% endfor %}{% endif %}"
+            "<end_of_turn>\n{% endfor %}"
+            "{% if add_generation_prompt %}<start_of_turn>model\n{% endif %}"
+        ),
     ),
 )
 
@@ -91,6 +110,7 @@ ENTRY = register(
         towers=("vision_", "audio_", "embed_vision", "embed_audio"),
         unused_weights=_kv_sharing_weights,
         sidecar_option="ple_sidecar",  # the per-layer-embedding table (zoo.core.sidecar)
+        vision=vision,  # images: the vision encoder as a component (zoo.core.components)
     )
 )
 load_gemma4 = ENTRY.load

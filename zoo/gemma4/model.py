@@ -31,7 +31,7 @@ from torch import nn
 from zoo.core.cache import KVCache
 from zoo.core.experts import StackedExperts, softmax_then_top_k
 from zoo.core.kv import KVStrategy
-from zoo.core.layers import GatedMLP, head_logits
+from zoo.core.layers import GatedMLP, head_logits, with_soft_tokens
 from zoo.gemma4.config import Gemma4Config
 
 
@@ -269,7 +269,7 @@ class Gemma4(nn.Module):
         return (context + identity.reshape(shape)) * 2**-0.5
 
     def forward(self, input_ids, positions, step: dict, caches: dict, last_row_only=False):
-        h = self.embed(input_ids)
+        h = with_soft_tokens(self.embed(input_ids), step)
         carried = self.carried(input_ids, h, step)
         h = self.run_layers(h, 0, len(self.layers), positions, step, caches, carried)
         return self.head(h, last_row_only)
