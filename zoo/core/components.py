@@ -8,35 +8,60 @@ and carries what the host needs to prepare an image (`zoo.core.media`): the chec
 image processor settings and its image tokens. `--text-only` keeps the decoder alone.
 
 An entry that reads images names a vision module (`ModelEntry.vision`) with three members:
-`has_vision(directory)`, `load_vision(directory, text_width)` (the encoder, weights read)
-and `processor(directory)` (what the host needs, as stored in metadata.json).
+`has_vision(directory)`, `load_vision(directory, text_width)` (the encoder, weights read),
+`processor(directory)` (what the host needs, as stored in metadata.json),
+`checkpoint_name(key)` (our name of a checkpoint tensor of the encoder, None for others)
+and `unsupported(directory)` (why its images cannot be read yet, "" when they can).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from zoo.core.export import readable_bytes
+
 VISION_FUNCTION = "vision"
 
 
-def plan_components(entry, checkpoint: Path, text_only: bool) -> tuple[tuple[str, ...], str]:
-    """The components an export of `checkpoint` writes, and why the others are left out
-    (`""` when nothing is): the vision encoder when the checkpoint has one, the entry
-    reads it, the checkpoint ships its image processor's settings and not `text_only`."""
+def plan_components(entry, checkpoint: Path, text_only: bool) -> tuple[tuple[str, ...], str, int]:
+    """The components an export of `checkpoint` writes, and what the plan says of them
+    beyond the decoder: the vision encoder's size, or why it is left out. The encoder is in
+    when the checkpoint has one, the entry reads it, the checkpoint ships its image
+    processor's settings and its image tokens, and not `text_only`. Last, the bytes the
+    other components add to the asset."""
     vision = getattr(entry, "vision", None)
     if vision is None or not vision.has_vision(checkpoint):
-        return ("decoder",), ""
+        return ("decoder",), "", 0
     if text_only:
-        return ("decoder",), "the vision encoder left out (--text-only)"
+        return ("decoder",), "the vision encoder left out (--text-only)", 0
+    why_not = vision.unsupported(checkpoint)
+    if why_not:
+        return ("decoder",), f"the vision encoder left out: {why_not}", 0
     processor = vision.processor(checkpoint)
     if not processor.get("settings"):
         return ("decoder",), (
             "the vision encoder left out: the checkpoint has no preprocessor_config.json "
-            "(its image processor's settings)"
+            "(its image processor's settings)",
+            0,
         )
     if not processor.get("image_token"):
-        return ("decoder",), "the vision encoder left out: no tokenizer.json for its image tokens"
-    return ("decoder", "vision"), ""
+        return (
+            ("decoder",),
+            "the vision encoder left out: no tokenizer.json for its image tokens",
+            0,
+        )
+    size = vision_bytes(checkpoint, vision.checkpoint_name)
+    return ("decoder", "vision"), f"the vision encoder about {readable_bytes(size)}, float32", size
+
+
+def vision_bytes(checkpoint: Path, name) -> int:
+    """The vision encoder's bytes in the asset: its tensors (from the safetensors headers),
+    stored float32 whatever the preset (encoders stay at full precision)."""
+    from math import prod
+
+    from zoo.core.weights import tensor_headers
+
+    return 4 * sum(prod(shape) for _, key, shape in tensor_headers(checkpoint) if name(key))
 
 
 def check_components(plan) -> None:

@@ -139,10 +139,18 @@ class Generator:
             )
         return ids
 
-    def feed(self, ids: Sequence[int]) -> np.ndarray:
+    def feed(self, ids: Sequence[int], images: Sequence = ()) -> np.ndarray:
         """Append tokens to the context; returns the logits after the last one. Whole chunks
-        go through prefill (pipelined over layer ranges), the rest one token at a time."""
+        go through prefill (pipelined over layer ranges), the rest one token at a time.
+        `images` (paths or PIL images, an asset with a vision component): their soft tokens
+        replace the ids' image tokens, in order (`zoo.core.media.expand_image_tokens`)."""
         ids = self._fitting(ids, self.spec.capacity, "export with a larger --capacity")
+        if images:
+            from zoo.core.media import soft_token_rows, vision_processor
+
+            processor = vision_processor(self.asset.components, self.asset.path)
+            rows = soft_token_rows(ids, self.encode_images(images), processor)
+            self.soft.update({self.position + i: row for i, row in rows.items()})
         self.ran = []
         chunk = self.spec.chunk
         whole = min(len(ids), self.spec.capacity - self.position) // chunk
@@ -325,13 +333,7 @@ class Generator:
         stops = set(request.stop_token_ids)
         rng = np.random.default_rng(request.seed)
         self.reset()
-        if request.images:  # soft tokens at the prompt's image tokens
-            from zoo.core.media import soft_token_rows, vision_processor
-
-            processor = vision_processor(self.asset.components, self.asset.path)
-            features = self.encode_images(request.images)
-            self.soft = soft_token_rows(request.prompt_ids, features, processor)
-        logits = self.feed(request.prompt_ids)
+        logits = self.feed(request.prompt_ids, request.images)
         new: list[int] = []
         while len(new) < request.max_new_tokens:
             token = sample(logits, request.temperature, request.top_k, rng)
@@ -362,11 +364,11 @@ def greedy_on_runtime(asset: str, prompt: list[int], new_tokens: int = 8) -> lis
     return runtime_greedy(asset, prompt, new_tokens)["tokens"]
 
 
-def runtime_greedy(asset: str, prompt: list[int], new_tokens: int = 8) -> dict:
+def runtime_greedy(asset: str, prompt: list[int], new_tokens: int = 8, images=()) -> dict:
     """Greedy tokens and the logits each was chosen from, on the Core AI runtime (run it
-    with `run_isolated`)."""
+    with `run_isolated`); `images` (file paths) for the prompt's image tokens."""
     with Generator(asset) as generator:
-        logits = generator.feed(prompt)
+        logits = generator.feed(prompt, images)
         tokens, rows = [], []
         for _ in range(new_tokens):
             rows.append(logits.tolist())

@@ -49,7 +49,7 @@ class ExportPlan:
     model_id: str | None = None  # apple-engine: the hub name the bundle records
     streamed: bool = False  # range by range, one part each (zoo.core.stream)
     # the asset's components (zoo.core.components): "decoder", and "vision" when the
-    # checkpoint has a vision encoder the entry reads; why others were left out
+    # checkpoint has a vision encoder the entry reads; their sizes, or why left out
     components: tuple[str, ...] = ("decoder",)
     left_out: str = ""
     parameters: int = 0  # values in the checkpoint's tensors the model reads
@@ -262,8 +262,9 @@ def plan_export(
         state_bytes=state_bytes(found, config, plan.strategy, plan.capacity, plan.kv_cache, layers),
     )
     plan = stream_plan(plan, found, per_layer, options["stream"], config)
-    components, left_out = plan_components(found, checkpoint, options["text_only"])
+    components, left_out, extra = plan_components(found, checkpoint, options["text_only"])
     plan = replace(plan, components=components, left_out=left_out)
+    plan = replace(plan, estimated_bytes=plan.estimated_bytes + extra)
     check_components(plan)
     from zoo.core.export import check_room
 

@@ -63,11 +63,16 @@ class VisionConfig:
     @classmethod
     def from_checkpoint(cls, directory: str | Path, text_hidden_size: int) -> VisionConfig:
         directory = Path(directory)
-        raw = read_json(directory / "config.json").get("vision_config") or {}
+        raw = read_json(directory / "config.json")
+        return cls.of(raw, text_hidden_size, image_processor_settings(directory))
+
+    @classmethod
+    def of(cls, raw: dict, text_hidden_size: int, processor: dict | None = None) -> VisionConfig:
+        """From a parsed config.json (its `vision_config`) and the processor's settings."""
         known = {f.name for f in fields(cls)}
-        config = cls(**{k: v for k, v in raw.items() if k in known})
-        config.text_hidden_size = text_hidden_size
-        config.processor = image_processor_settings(directory)
+        vision = raw.get("vision_config") or {}
+        config = cls(**{k: v for k, v in vision.items() if k in known})
+        config.text_hidden_size, config.processor = text_hidden_size, processor or {}
         return config
 
 
@@ -292,6 +297,19 @@ def has_vision(directory: str | Path) -> bool:
     """Whether a checkpoint has Gemma 4's vision tower (config.json's `vision_config`)."""
     raw = read_json(Path(directory) / "config.json")
     return raw.get("model_type") == "gemma4" and bool(raw.get("vision_config"))
+
+
+def unsupported(directory: str | Path) -> str:
+    """Why this checkpoint's images cannot be read yet ("" when they can): the 31B's image
+    tokens attend to each other both ways (`use_bidirectional_attention: "vision"`), which
+    a prefill in chunks cannot compute."""
+    text = read_json(Path(directory) / "config.json").get("text_config") or {}
+    if text.get("use_bidirectional_attention") == "vision":
+        return (
+            "its image tokens attend to each other both ways (use_bidirectional_attention: "
+            "vision), which the zoo's chunked prefill does not compute yet"
+        )
+    return ""
 
 
 def load_vision(directory: str | Path, text_hidden_size: int) -> Gemma4Vision:

@@ -28,3 +28,43 @@ def assets(checkpoints, tmp_path_factory) -> ExportedAssets:
     """(variant, strategy[, layout]) -> an exported .aimodel, exported on first use."""
     directory = tmp_path_factory.mktemp("gemma4-assets")
     return exported_assets("gemma4", checkpoints, directory, CAPACITY, CHUNK)
+
+
+@pytest.fixture(scope="session")
+def image_checkpoints(tmp_path_factory) -> dict:
+    """Seed -> a tiny checkpoint that reads images (its processor, image tokens, template)."""
+    root = tmp_path_factory.mktemp("gemma4-image-checkpoints")
+    return {
+        seed: make_tiny_checkpoint("gemma4", root / f"seed{seed}", "kv-sharing", seed, images=True)
+        for seed in (0, 2)
+    }
+
+
+@pytest.fixture(scope="session")
+def image_assets(image_checkpoints, tmp_path_factory):
+    """(seed, strategy[, "text-only"]) -> the asset `zoo export` writes, exported on first
+    use: the decoder and the vision encoder, or the decoder alone."""
+    from zoo.core.plan import plan_export
+    from zoo.core.run import run_plan
+
+    root, made = tmp_path_factory.mktemp("gemma4-image-assets"), {}
+
+    def asset(seed: int, strategy: str, text_only: bool = False):
+        key = (seed, strategy, text_only)
+        if key not in made:
+            path = root / f"seed{seed}-{strategy}{'-text' * text_only}.aimodel"
+            plan = plan_export(
+                image_checkpoints[seed],
+                path,
+                strategy=strategy,
+                capacity=IMAGE_CAPACITY,
+                chunk=CHUNK,
+                text_only=text_only,
+            )
+            made[key] = run_plan(plan)
+        return made[key]
+
+    return asset
+
+
+IMAGE_CAPACITY = 128  # an image of the tiny processor is up to 70 soft tokens

@@ -1,0 +1,117 @@
+"""Gemma 4 with an image: a checkpoint with a vision encoder -> one asset
+(text decoder + vision encoder) -> an answer about an image, checked against
+transformers. Uses a tiny random checkpoint that ships an image processor,
+image tokens and a chat template; point `checkpoint` at a real Gemma 4
+directory for the real thing.
+
+Run: python snippets/images.py
+     (writes ./tiny-gemma4-vision/, its .aimodel and ./picture.png)
+"""
+
+# --8<-- [start:checkpoint]
+from zoo import make_tiny_checkpoint
+
+# Gemma4ForConditionalGeneration: the text decoder, a 1-layer vision encoder,
+# preprocessor_config.json (at most 70 soft tokens an image), a chat template
+checkpoint = make_tiny_checkpoint(
+    "gemma4", "tiny-gemma4-vision", variant="kv-sharing", images=True
+)
+# --8<-- [end:checkpoint]
+
+# --8<-- [start:export]
+from zoo import plan_export, run_plan
+
+plan = plan_export(
+    checkpoint,
+    "tiny-gemma4-vision.aimodel",
+    capacity=128,
+    chunk=4,
+    overwrite=True,
+)
+print(plan.describe())  # components: decoder + vision
+asset = run_plan(plan)
+# --8<-- [end:export]
+
+# --8<-- [start:generate]
+import numpy as np
+from PIL import Image
+
+from zoo import Generator
+from zoo.core.media import image_prompt, vision_processor
+from zoo.core.text import load_tokenizer
+
+rng = np.random.default_rng(0)
+picture = Image.fromarray(rng.integers(0, 256, (60, 90, 3), dtype=np.uint8))
+picture.save("picture.png")
+
+with Generator(asset) as generator:
+    # the image and the text in one user turn, through the asset's own chat
+    # template; each image placeholder expanded to the image's soft tokens
+    processor = vision_processor(generator.asset.components, asset)
+    tokenizer = load_tokenizer(asset / "tokenizer.json")
+    prompt = image_prompt(tokenizer, asset, "w5 w9 w17", [picture], processor)
+    tokens = generator.generate(
+        prompt, max_new_tokens=8, stop_token_ids=[], images=[picture]
+    )
+print(len(prompt), "prompt tokens;", tokens)
+# --8<-- [end:generate]
+
+# --8<-- [start:compare]
+import torch
+from transformers.models.gemma4.image_processing_pil_gemma4 import (
+    Gemma4ImageProcessorPil,
+)
+
+from zoo import reference_model
+
+reference = reference_model(
+    "gemma4", checkpoint
+)  # Gemma4ForConditionalGeneration
+pixels = Gemma4ImageProcessorPil.from_pretrained(checkpoint)(
+    picture, return_tensors="pt"
+)
+ids = torch.tensor([prompt])
+expected = reference.generate(
+    ids,
+    attention_mask=torch.ones_like(ids),
+    pixel_values=pixels["pixel_values"],
+    image_position_ids=pixels["image_position_ids"],
+    max_new_tokens=8,
+    do_sample=False,
+    eos_token_id=None,
+    pad_token_id=0,
+)[0, len(prompt) :].tolist()
+assert tokens == expected, (tokens, expected)
+print("8/8 greedy tokens identical to transformers, with the image")
+# --8<-- [end:compare]
+
+# --8<-- [start:sizes]
+import json
+
+import torch
+
+from zoo.gemma4.vision import Gemma4Vision, VisionConfig
+from zoo.released import released_configs
+
+released = released_configs("gemma4")  # name -> its config.json, as published
+size_table = []
+for name in ("gemma-4-E2B-it", "gemma-4-E4B-it", "gemma-4-31B-it"):
+    raw = json.loads(released[name].read_text())
+    width = raw["text_config"]["hidden_size"]
+    with torch.device("meta"):  # shapes only: nothing allocated
+        encoder = Gemma4Vision(VisionConfig.of(raw, width))
+    values = sum(p.numel() for p in encoder.parameters())
+    size_table.append(
+        {
+            "checkpoint": name,
+            "encoder layers": encoder.config.num_hidden_layers,
+            "parameters": f"{values / 1e6:.0f} M",
+            "float32": f"{4 * values / 1e9:.2f} GB",
+            "patches an image (280 soft tokens)": encoder.config.patches,
+        }
+    )
+for row in size_table:
+    print(row)
+# --8<-- [end:sizes]
+# what the page says of them
+assert [r["parameters"] for r in size_table] == ["169 M", "169 M", "171 M"]

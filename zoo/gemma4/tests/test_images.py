@@ -1,0 +1,202 @@
+"""Gemma 4 with images, against transformers 5.23 on tiny random checkpoints that ship an
+image processor, image tokens and a chat template (`make_tiny_checkpoint(images=True)`).
+
+transformers cannot build `Gemma4Processor` here (its video processor imports torchvision,
+which has no wheel beside our CPU torch); its image processor's PIL path
+(`Gemma4ImageProcessorPil`), the tokenizer and the chat template give the same inputs, and
+are the reference: the host side is held to them bit for bit, the encoder's soft tokens and
+the decoder's logits to 1e-4, the greedy answers on the runtime token for token.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image
+
+from zoo.core.generator import runtime_greedy
+from zoo.core.isolate import run_isolated
+from zoo.core.media import MediaError, gemma4_patches, image_prompt, vision_processor
+from zoo.core.text import load_tokenizer
+from zoo.gemma4.vision import image_processor_settings, load_vision
+from zoo.reference import reference_model
+
+from .conftest import CHUNK
+
+pytestmark = pytest.mark.runtime  # the suite's tiers: pyproject.toml's markers
+
+# (height, width): wider, taller, thinner than a block of 3 x 16 pixels, smaller than a
+# patch (resized up), larger than the budget of 70 soft tokens (resized down)
+SIZES = [(40, 70), (300, 21), (10, 10), (500, 900), (47, 47)]
+
+
+def random_image(height: int, width: int, seed: int) -> Image.Image:
+    pixels = np.random.default_rng(seed).integers(0, 256, (height, width, 3), dtype=np.uint8)
+    return Image.fromarray(pixels)
+
+
+def reference_processor(checkpoint):
+    from transformers.models.gemma4.image_processing_pil_gemma4 import Gemma4ImageProcessorPil
+
+    return Gemma4ImageProcessorPil.from_pretrained(checkpoint)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_host_prepares_images_as_transformers_does(image_checkpoints, size):
+    checkpoint = image_checkpoints[0]
+    image = random_image(*size, seed=sum(size))
+    want = reference_processor(checkpoint)(image)
+    got = gemma4_patches(image, image_processor_settings(checkpoint))
+    assert np.array_equal(got["pixel_values"], want["pixel_values"])
+    assert np.array_equal(got["pixel_position_ids"], want["image_position_ids"])
+    assert got["soft_tokens"] == want["num_soft_tokens_per_image"][0]
+
+
+@pytest.mark.parametrize("seed", [0, 2])
+def test_vision_encoder_matches_transformers(image_checkpoints, seed):
+    checkpoint = image_checkpoints[seed]
+    reference = reference_model("gemma4", checkpoint)
+    ours = load_vision(checkpoint, reference.config.text_config.hidden_size)
+    for size in SIZES[:3]:
+        prepared = reference_processor(checkpoint)(random_image(*size, seed), return_tensors="pt")
+        pixels, positions = prepared["pixel_values"], prepared["image_position_ids"]
+        with torch.no_grad():
+            want = reference.model.get_image_features(pixels, positions).pooler_output[0]
+            got = ours(pixels.float(), positions.int())[0, : len(want)]
+        assert (got - want).abs().max().item() < 1e-4, size
+        assert want.std(0).mean() > 1e-3  # the features differ from token to token
+
+
+def prompt_of(asset, text: str, images: list) -> list[int]:
+    processor = vision_processor(_components(asset), asset)
+    tokenizer = load_tokenizer(asset / "tokenizer.json")
+    return image_prompt(tokenizer, asset, text, images, processor)
+
+
+def _components(asset):
+    from zoo.core.asset import open_asset
+
+    return open_asset(asset).components
+
+
+def transformers_greedy(checkpoint, prompt: list[int], images: list, new_tokens: int = 8):
+    """transformers' greedy tokens and its logits after the prompt, with the images."""
+    reference = reference_model("gemma4", checkpoint)
+    prepared = reference_processor(checkpoint)(images, return_tensors="pt")
+    media = {
+        "pixel_values": prepared["pixel_values"],
+        "image_position_ids": prepared["image_position_ids"],
+    }
+    ids = torch.tensor([prompt])
+    with torch.no_grad():
+        out = reference.generate(
+            ids,
+            attention_mask=torch.ones_like(ids),
+            max_new_tokens=new_tokens,
+            do_sample=False,
+            eos_token_id=None,
+            pad_token_id=0,
+            **media,
+        )
+        logits = reference(ids, **media).logits[0, -1].numpy()
+    return out[0, len(prompt) :].tolist(), logits
+
+
+@pytest.mark.parametrize(
+    "seed, strategy", [(0, "runtime-index"), (0, "input-mask-blend"), (2, "runtime-index")]
+)
+def test_answers_about_an_image_like_transformers(
+    image_checkpoints, image_assets, tmp_path, seed, strategy
+):
+    asset = image_assets(seed, strategy)
+    for number, size in enumerate([(40, 70), (300, 21)]):
+        image = tmp_path / f"image{number}.png"
+        random_image(*size, seed=seed + number).save(image)
+        opened = Image.open(image).convert("RGB")
+        prompt = prompt_of(asset, "w5 w9 w17 w3", [opened])
+        assert len(prompt) % CHUNK, "the image tokens should not all fall in whole chunks"
+        want, want_logits = transformers_greedy(image_checkpoints[seed], prompt, [opened])
+        outcome = run_isolated(runtime_greedy, str(asset), prompt, 8, [str(image)], timeout=300)
+        assert outcome.ok, outcome.summary()
+        assert outcome.result["tokens"] == want
+        got_logits = np.array(outcome.result["logits"][0])
+        assert np.abs(got_logits - want_logits).max() < 1e-4
+
+
+def test_the_image_changes_the_answer(image_assets, tmp_path):
+    asset = image_assets(0, "runtime-index")
+    answers = []
+    for seed in (5, 6):
+        image = tmp_path / f"{seed}.png"
+        random_image(40, 70, seed).save(image)
+        prompt = prompt_of(asset, "w5 w9", [Image.open(image).convert("RGB")])
+        outcome = run_isolated(runtime_greedy, str(asset), prompt, 8, [str(image)], timeout=300)
+        assert outcome.ok, outcome.summary()
+        answers.append(outcome.result["logits"][0])
+    assert np.abs(np.array(answers[0]) - np.array(answers[1])).max() > 1e-3
+
+
+def zoo(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "zoo", *map(str, args)], capture_output=True, text=True
+    )
+
+
+def test_zoo_generate_image_prints_the_answer_of_the_python_api(image_assets, tmp_path):
+    asset = image_assets(0, "runtime-index")
+    image = tmp_path / "cat.png"
+    random_image(60, 45, 9).save(image)
+    prompt = prompt_of(asset, "w7 w8", [Image.open(image).convert("RGB")])
+    want = run_isolated(runtime_greedy, str(asset), prompt, 6, [str(image)], timeout=300)
+    done = zoo("generate", asset, "--image", image, "--prompt", "w7 w8", "--max-new-tokens", 6)
+    assert done.returncode == 0, done.stderr
+    tokenizer = load_tokenizer(asset / "tokenizer.json")
+    assert done.stdout.strip() == tokenizer.decode(want.result["tokens"]).strip()
+
+
+def test_text_only_gives_the_decoder_alone(image_checkpoints, image_assets, checkpoints):
+    asset = image_assets(0, "runtime-index", text_only=True)
+    components = _components(asset)
+    assert list(components) == ["decoder"]
+    assert "vision" not in components["decoder"]["functions"]
+    prompt = [2, 17, 33, 91, 5, 77, 12, 9, 100, 3]
+    reference = reference_model("gemma4", image_checkpoints[0])
+    from zoo.reference import greedy_reference
+
+    outcome = run_isolated(runtime_greedy, str(asset), prompt, 8, timeout=300)
+    assert outcome.ok and outcome.result["tokens"] == greedy_reference(reference, prompt)
+
+
+def test_the_plan_lists_the_components(image_checkpoints, tmp_path):
+    from zoo.core.plan import plan_export
+
+    plan = plan_export(image_checkpoints[0], tmp_path / "a.aimodel", capacity=128)
+    assert plan.components == ("decoder", "vision")
+    assert "decoder + vision" in plan.describe()
+    alone = plan_export(image_checkpoints[0], tmp_path / "a.aimodel", text_only=True)
+    assert "the vision encoder left out (--text-only)" in alone.describe()
+    with pytest.raises(ValueError, match="--text-only for the text decoder alone"):
+        plan_export(image_checkpoints[0], tmp_path / "a.aimodel", layers_per_function=2)
+
+
+def test_bad_images_and_assets_without_vision_are_refused(image_assets, assets, tmp_path):
+    asset = image_assets(0, "runtime-index")
+    broken = tmp_path / "broken.png"
+    broken.write_text("not an image")
+    done = zoo("generate", asset, "--image", broken, "--prompt", "w5")
+    assert done.returncode != 0 and "not an image PIL can read" in done.stderr
+    assert "Traceback" not in done.stderr
+    done = zoo("generate", asset, "--image", tmp_path / "nope.png", "--prompt", "w5")
+    assert "no such file" in done.stderr
+    done = zoo("generate", asset, "--image", broken, "--prompt-ids", "2,3")
+    assert "--image goes with --prompt text" in done.stderr
+    text_asset = assets["kv-sharing", "runtime-index"]
+    random_image(20, 20, 1).save(tmp_path / "ok.png")
+    done = zoo("generate", text_asset, "--image", tmp_path / "ok.png", "--prompt", "w5")
+    assert done.returncode != 0 and "has no vision component" in done.stderr
+    with pytest.raises(MediaError, match="image tokens"):
+        runtime_greedy(str(asset), [2, 3, 4], 1, [str(tmp_path / "ok.png")])
