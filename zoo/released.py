@@ -62,6 +62,8 @@ TINY_TOWERS = {
     "num_key_value_heads": 2,
     "head_dim": 16,
     "output_proj_dims": 32,
+    "mm_embed_dim": 32,  # Gemma 4 12B's encoder-free image embedder
+    "mm_posemb_size": 64,
     "subsampling_conv_channels": [8, 4],
 }
 

@@ -9,9 +9,10 @@ image processor settings and its image tokens. `--text-only` keeps the decoder a
 
 An entry that reads images names a vision module (`ModelEntry.vision`) with three members:
 `has_vision(directory)`, `load_vision(directory, text_width)` (the encoder, weights read),
-`processor(directory)` (what the host needs, as stored in metadata.json),
-`checkpoint_name(key)` (our name of a checkpoint tensor of the encoder, None for others)
-and `unsupported(directory)` (why its images cannot be read yet, "" when they can).
+`processor(directory)` (what the host needs, as stored in metadata.json) and
+`checkpoint_name(key)` (our name of a checkpoint tensor of the encoder, None for others).
+A model whose image tokens attend to each other both ways says so in its processor
+(`bidirectional`): its decoder gets a `prefill_media` function (`DecodeSpec.media_chunk`).
 """
 
 from __future__ import annotations
@@ -34,9 +35,6 @@ def plan_components(entry, checkpoint: Path, text_only: bool) -> tuple[tuple[str
         return ("decoder",), "", 0
     if text_only:
         return ("decoder",), "the vision encoder left out (--text-only)", 0
-    why_not = vision.unsupported(checkpoint)
-    if why_not:
-        return ("decoder",), f"the vision encoder left out: {why_not}", 0
     processor = vision.processor(checkpoint)
     if not processor.get("settings"):
         return ("decoder",), (
@@ -66,6 +64,8 @@ def vision_bytes(checkpoint: Path, name) -> int:
 
 def check_components(plan) -> None:
     """What a vision component cannot be exported with (yet), refused by name."""
+    from zoo.core.entry import get_entry
+
     if "vision" not in plan.components:
         return
     blocked = [
@@ -73,6 +73,14 @@ def check_components(plan) -> None:
         (plan.first_layers, "--first-layers"),
         (plan.target != "zoo", "--target apple-engine"),
     ]
+    entry = get_entry(plan.entry)
+    processor = entry.vision.processor(plan.checkpoint)
+    tokens = processor["settings"].get("max_soft_tokens", 280)
+    if processor.get("bidirectional") and plan.capacity < tokens + 2:
+        raise ValueError(
+            f"--capacity {plan.capacity} cannot hold one image of this checkpoint ({tokens} "
+            "soft tokens read in one call): export with a larger --capacity, or --text-only"
+        )
     for held, what in blocked:
         if held:
             raise ValueError(

@@ -144,6 +144,8 @@ def export_decoder(
     spec.check_exportable()
     spans = [*(spec.spans or []), None]
     functions = [("prefill", spec.chunk, s) for s in spans] + [("decode", 1, None)]
+    if spec.media_chunk:  # one image's tokens in one call (`DecodeSpec.media_chunk`)
+        functions.append(("prefill_media", spec.media_chunk, None))
     if spec.score_chunk is not None:  # scoring reads long texts: the whole context only
         functions += [(spec.verify_kind(width), width, None) for width in spec.widths]
     entries = []
@@ -152,7 +154,7 @@ def export_decoder(
         for number, (name, layers) in enumerate(zip(names, spec.ranges or [None], strict=True)):
             if part is not None and number != part:
                 continue
-            module = FlatDecoder(model, spec, kind == "prefill", layers, span)
+            module = FlatDecoder(model, spec, kind.startswith("prefill"), layers, span)
             inputs, arguments = module.example_inputs(length)
             entry = EntryPoint(
                 name, module, arguments, list(inputs), module.outputs, module.state_names
@@ -237,8 +239,10 @@ def write_asset(
     if "vision" in plan.components and part is None:  # before the decoder is compressed
         from zoo.core.components import vision_entry_point
 
-        components["vision"] = vision_entry_point(plan, model.config.hidden_size)
+        entry, component = components["vision"] = vision_entry_point(plan, model.config.hidden_size)
         spec = replace(spec, soft_tokens=model.config.hidden_size)
+        if component["processor"].get("bidirectional"):  # image tokens see each other
+            spec = replace(spec, media_chunk=entry.module.config.max_soft_tokens)
     model = preset.apply(model)
     if plan.encoding != "coreai-opt":  # the same codes, expanded by ordinary ops
         from zoo.core.encoding import encode_plain

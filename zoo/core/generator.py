@@ -15,39 +15,8 @@ import numpy as np
 from zoo.core.asset import OpenedAsset, open_asset
 from zoo.core.request import GenerationRequest, check_token_ids
 from zoo.core.runtime import Model
+from zoo.core.sampling import sample
 from zoo.core.spec import ContextFullError, DecodeSpec
-
-
-def distribution(logits: np.ndarray, temperature: float, top_k: int | None) -> np.ndarray:
-    """The probabilities `sample` draws from: all on the argmax when `temperature` is 0,
-    else the softmax of the top-k logits over `temperature`."""
-    if temperature <= 0:
-        probabilities = np.zeros(logits.size)
-        probabilities[int(np.argmax(logits))] = 1.0
-        return probabilities
-    scaled = logits.astype(np.float64) / temperature
-    if top_k is not None and top_k < scaled.size:
-        cutoff = np.partition(scaled, -top_k)[-top_k]
-        scaled = np.where(scaled >= cutoff, scaled, -np.inf)
-    probabilities = np.exp(scaled - scaled.max())
-    return probabilities / probabilities.sum()
-
-
-def draw(probabilities: np.ndarray, temperature: float, rng: np.random.Generator) -> int:
-    """A token from `probabilities` (renormalised, so a part of `distribution`'s will do):
-    its most likely when `temperature` is 0, with no random number drawn."""
-    if temperature <= 0:
-        return int(np.argmax(probabilities))
-    return int(rng.choice(probabilities.size, p=probabilities / probabilities.sum()))
-
-
-def sample(
-    logits: np.ndarray, temperature: float, top_k: int | None, rng: np.random.Generator
-) -> int:
-    """Greedy when `temperature` is 0; else softmax sampling over the top-k logits."""
-    if temperature <= 0:
-        return int(np.argmax(logits))
-    return draw(distribution(logits, temperature, top_k), temperature, rng)
 
 
 def passed_on(carried: dict, outputs: dict) -> dict:
@@ -102,6 +71,7 @@ class Generator:
                     "prefill",
                     "decode",
                     *(self.spec.verify_kind(width) for width in self.spec.widths),
+                    *["prefill_media"] * bool(self.spec.media_chunk),
                 )
             }
             | ({"vision": ["vision"]} if "vision" in self.asset.components else {}),
@@ -152,6 +122,13 @@ class Generator:
             rows = soft_token_rows(ids, self.encode_images(images), processor)
             self.soft.update({self.position + i: row for i, row in rows.items()})
         self.ran = []
+        if self.spec.media_chunk and images:  # each image's tokens in one call of their own
+            from zoo.core.media import feed_around_images
+
+            return feed_around_images(self, ids)
+        return self._feed_text(ids)
+
+    def _feed_text(self, ids: list[int]) -> np.ndarray:
         chunk = self.spec.chunk
         whole = min(len(ids), self.spec.capacity - self.position) // chunk
         pieces = [ids[i * chunk : (i + 1) * chunk] for i in range(whole)]

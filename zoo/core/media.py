@@ -91,8 +91,88 @@ def gemma4_patches(image, settings: dict) -> dict[str, np.ndarray | int]:
     }
 
 
+def qwen_size(height: int, width: int, settings: dict) -> tuple[int, int]:
+    """Qwen's `smart_resize`: sides rounded to a multiple of `patch_size * merge_size`, the
+    pixels within the processor's `size` (shortest_edge .. longest_edge, in pixels)."""
+    factor = settings["patch_size"] * settings["merge_size"]
+    least, most = settings["size"]["shortest_edge"], settings["size"]["longest_edge"]
+    if max(height, width) / min(height, width) > 200:
+        raise MediaError(f"a {width}x{height} image is more than 200 times as long as wide")
+    h, w = round(height / factor) * factor, round(width / factor) * factor
+    if h * w > most:
+        beta = math.sqrt(height * width / most)
+        h = max(factor, math.floor(height / beta / factor) * factor)
+        w = max(factor, math.floor(width / beta / factor) * factor)
+    elif h * w < least:
+        beta = math.sqrt(least / (height * width))
+        h, w = math.ceil(height * beta / factor) * factor, math.ceil(width * beta / factor) * factor
+    return h, w
+
+
+def qwen_patches(image, settings: dict) -> dict[str, np.ndarray | int]:
+    """`pixel_values` `[P, C T p p]` (normalized, each patch repeated over time, 2 x 2
+    blocks consecutive), the position table's resampling (`taps`, `tap_weights` `[P, 4]`),
+    each patch's `rows_columns` `[P, 2]` (-1 for padding), the `grid` (t, h, w) and
+    `soft_tokens`, as `Qwen2VLImageProcessorPil` and transformers' vision helpers compute
+    them."""
+    from PIL import Image
+
+    patch, merge, frames = (
+        settings["patch_size"],
+        settings["merge_size"],
+        settings["temporal_patch_size"],
+    )
+    height, width = qwen_size(image.height, image.width, settings)
+    if (height, width) != (image.height, image.width):
+        resample = getattr(Image.Resampling, RESAMPLE[settings.get("resample", 3)])
+        image = image.resize((width, height), resample=resample)
+    pixels = np.asarray(image, dtype=np.uint8).transpose(2, 0, 1).astype(np.float64)
+    pixels = (pixels * settings.get("rescale_factor", 1 / 255)).astype(np.float32)
+    if settings.get("do_normalize", True):
+        mean = np.array(settings["image_mean"], np.float32)[:, None, None]
+        std = np.array(settings["image_std"], np.float32)[:, None, None]
+        pixels = (pixels - mean) / std
+    rows, columns = height // patch, width // patch
+    blocks = pixels.reshape(3, rows // merge, merge, patch, columns // merge, merge, patch)
+    blocks = blocks.transpose(1, 4, 2, 5, 0, 3, 6)  # block row, block column, in row, in col
+    blocks = np.broadcast_to(blocks[:, :, :, :, :, None], (*blocks.shape[:5], frames, patch, patch))
+    flat = blocks.reshape(rows * columns, -1)
+    budget = settings["size"]["longest_edge"] // (patch * merge) ** 2 * merge * merge
+    n = rows * columns
+    where = np.arange(n)  # each patch's (row, column), in the blocks' order
+    in_column, in_row = where % merge, (where // merge) % merge
+    block_column = (where // (merge * merge)) % (columns // merge)
+    block_row = where // (merge * merge * (columns // merge))
+    row, column = block_row * merge + in_row, block_column * merge + in_column
+    side = int(settings["position_table"] ** 0.5)
+    row_taps, row_weights = _bilinear_taps(row, rows, side)
+    column_taps, column_weights = _bilinear_taps(column, columns, side)
+    taps = (row_taps[:, :, None] * side + column_taps[:, None, :]).reshape(n, 4)
+    tap_weights = (row_weights[:, :, None] * column_weights[:, None, :]).reshape(n, 4)
+    out = {
+        "pixel_values": np.zeros((budget, flat.shape[1]), np.float32),
+        "taps": np.zeros((budget, 4), np.int32),
+        "tap_weights": np.zeros((budget, 4), np.float32),
+        "rows_columns": np.full((budget, 2), -1, np.int32),
+    }
+    out["pixel_values"][:n], out["taps"][:n], out["tap_weights"][:n] = flat, taps, tap_weights
+    out["rows_columns"][:n] = np.stack([row, column], axis=-1)
+    return out | {"grid": (1, rows, columns), "soft_tokens": n // (merge * merge)}
+
+
+def _bilinear_taps(index: np.ndarray, size: int, side: int) -> tuple[np.ndarray, np.ndarray]:
+    """The two taps into a `side`-long table and their weights for positions `index` of an
+    axis `size` long (bilinear, corners aligned), in float32 as transformers computes them."""
+    source = index.astype(np.float32) * np.float32(side - 1) / np.float32(max(size - 1, 1))
+    floor = np.floor(source)
+    offsets = np.arange(2)
+    taps = np.clip(floor.astype(np.int64)[:, None] + offsets, 0, side - 1)
+    distance = np.abs(source[:, None] - floor[:, None] - offsets).astype(np.float32)
+    return taps, np.clip(1 - distance, 0, None).astype(np.float32)
+
+
 # an asset's `processor.kind` -> how its images are prepared
-IMAGE_PROCESSORS = {"gemma4": gemma4_patches}
+IMAGE_PROCESSORS = {"gemma4": gemma4_patches, "qwen3_5": qwen_patches}
 
 
 def prepare_image(image, processor: dict) -> dict[str, np.ndarray | int]:
@@ -100,7 +180,10 @@ def prepare_image(image, processor: dict) -> dict[str, np.ndarray | int]:
     count, by the asset's `processor` (metadata.json's `components.vision.processor`)."""
     if isinstance(image, (str, Path)):
         image = read_image(image)
-    return IMAGE_PROCESSORS[processor["kind"]](image, processor["settings"])
+    settings = processor["settings"] | {
+        k: processor[k] for k in ("position_table",) if k in processor
+    }
+    return IMAGE_PROCESSORS[processor["kind"]](image, settings)
 
 
 def expand_image_tokens(text: str, counts: list[int], processor: dict) -> str:
@@ -179,3 +262,59 @@ def soft_inputs(soft: dict, position: int, length: int, width: int) -> dict[str,
         if position + i in soft:
             rows[0, i], mask[0, i] = soft[position + i], 1.0
     return {"soft_tokens": rows, "soft_mask": mask}
+
+
+def feed_around_images(generator, ids: list[int]) -> np.ndarray:
+    """`Generator.feed` of `ids` where each image's tokens attend to each other both ways
+    (`DecodeSpec.media_chunk`): the text around them as usual, each image's run of tokens
+    in one `prefill_media` call, padded to its length, whose sliding mask opens the run to
+    itself within the window (transformers' overlay: AND(window, OR(causal, same image))). The
+    padding writes cache columns past the run that the text after it writes again."""
+    start, logits = 0, None
+    runs = image_runs(ids, generator.position, generator.soft)
+    if runs and runs[-1][1] == len(ids):  # the processor always closes an image
+        raise MediaError("the prompt ends inside an image's tokens: close it (end of image)")
+    for first, stop in runs:
+        if first > start:
+            logits = generator._feed_text(ids[start:first])
+        logits = _image_run(generator, ids[first:stop])
+        start = stop
+    if start < len(ids):
+        logits = generator._feed_text(ids[start:])
+    return logits
+
+
+def image_runs(ids: list[int], position: int, soft: dict) -> list[tuple[int, int]]:
+    """[first, stop) of each run of consecutive image tokens in `ids` (fed at `position`)."""
+    runs: list[tuple[int, int]] = []
+    for i in range(len(ids)):
+        if position + i in soft:
+            if runs and runs[-1][1] == i:
+                runs[-1] = (runs[-1][0], i + 1)
+            else:
+                runs.append((i, i + 1))
+    return runs
+
+
+def _image_run(generator, piece: list[int]) -> np.ndarray:
+    spec, position = generator.spec, generator.position
+    if len(piece) > spec.media_chunk:
+        raise MediaError(
+            f"an image of {len(piece)} tokens is longer than the asset's image call "
+            f"({spec.media_chunk}): prepare it with the asset's own processor"
+        )
+    (function,) = generator.functions["prefill_media"]
+    generator.ran.append(function.name)
+    pad = generator.asset.components["vision"]["processor"]["pad_token_id"]
+    padded = piece + [pad] * (spec.media_chunk - len(piece))
+    inputs = generator._inputs(function, padded, position)
+    if "sliding_mask" in inputs:  # the run sees all of itself within the window
+        rows = position + np.arange(len(piece))[:, None]
+        columns = position + np.arange(len(piece))[None, :]
+        within = columns > rows - spec.sliding_window
+        block = inputs["sliding_mask"][0, 0, : len(piece), position : position + len(piece)]
+        block[within] = 0.0
+    states = {name: generator.states[name] for name in function.state_names}
+    logits = function(inputs, states)["logits"]
+    generator.position += len(piece)
+    return logits

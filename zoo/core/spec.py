@@ -118,6 +118,10 @@ class DecodeSpec:
     # output) and `soft_mask` `[1, T, 1]` (1 where a soft token replaces the token's
     # embedding); the width, or None for a text-only asset
     soft_tokens: int | None = None
+    # images whose tokens attend to each other both ways (Gemma 4 31B's sliding layers): a
+    # `prefill_media` function of this many tokens reads one image's tokens in one call,
+    # the host's sliding mask opening the block to itself (None: images read causally)
+    media_chunk: int | None = None
 
     def __post_init__(self) -> None:
         # a hand-edited or damaged metadata.json must not decode silently wrong: a stop id

@@ -30,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-from zoo.core.generator import distribution, draw, sample
+from zoo.core.sampling import distribution, draw, sample
 from zoo.core.spec import KV_STATES
 
 

@@ -12,17 +12,10 @@ from zoo.core.checkpoint import DecoderConfig
 from zoo.core.files import UnsupportedConfig
 from zoo.core.rope import check_rope_numbers
 
-# Model types of the Gemma 4 family that this entry does not load, and why.
-REFUSED_MODEL_TYPES = {
-    name: "Gemma 4 12B's unified architecture, which this entry does not implement"
-    for name in ("gemma4_unified", "gemma4_unified_text")
-}
-
 
 @dataclass
 class Gemma4Config(DecoderConfig):
     TEXT_TYPE, MULTIMODAL_TYPE, FAMILY = "gemma4_text", "gemma4", "Gemma 4"
-    REFUSED_MODEL_TYPES = REFUSED_MODEL_TYPES
     TIE_DEFAULTS = (True, True)  # transformers' defaults: text config, multimodal config
 
     # sizes

@@ -299,19 +299,6 @@ def has_vision(directory: str | Path) -> bool:
     return raw.get("model_type") == "gemma4" and bool(raw.get("vision_config"))
 
 
-def unsupported(directory: str | Path) -> str:
-    """Why this checkpoint's images cannot be read yet ("" when they can): the 31B's image
-    tokens attend to each other both ways (`use_bidirectional_attention: "vision"`), which
-    a prefill in chunks cannot compute."""
-    text = read_json(Path(directory) / "config.json").get("text_config") or {}
-    if text.get("use_bidirectional_attention") == "vision":
-        return (
-            "its image tokens attend to each other both ways (use_bidirectional_attention: "
-            "vision), which the zoo's chunked prefill does not compute yet"
-        )
-    return ""
-
-
 def load_vision(directory: str | Path, text_hidden_size: int) -> Gemma4Vision:
     """The vision encoder of a Gemma 4 checkpoint, its weights read (float32, eval)."""
     config = VisionConfig.from_checkpoint(directory, text_hidden_size)
@@ -334,6 +321,9 @@ def processor(directory: str | Path) -> dict:
         vocabulary = Tokenizer.from_file(str(tokenizer))
         for name, field_name in tokens.items():
             found[name] = vocabulary.id_to_token(raw[field_name])
+    text = raw.get("text_config") or {}
     found["image_token_id"] = raw.get("image_token_id")
-    found["pad_token_id"] = (raw.get("text_config") or {}).get("pad_token_id", 0)
+    found["pad_token_id"] = text.get("pad_token_id", 0)
+    # the 31B: an image's tokens attend to each other both ways in the sliding layers
+    found["bidirectional"] = text.get("use_bidirectional_attention") == "vision"
     return found

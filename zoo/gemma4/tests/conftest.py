@@ -32,24 +32,29 @@ def assets(checkpoints, tmp_path_factory) -> ExportedAssets:
 
 @pytest.fixture(scope="session")
 def image_checkpoints(tmp_path_factory) -> dict:
-    """Seed -> a tiny checkpoint that reads images (its processor, image tokens, template)."""
+    """Seed -> a tiny checkpoint that reads images (its processor, image tokens, template);
+    "31B": one whose image tokens attend to each other both ways, as the 31B's do."""
     root = tmp_path_factory.mktemp("gemma4-image-checkpoints")
-    return {
+    made = {
         seed: make_tiny_checkpoint("gemma4", root / f"seed{seed}", "kv-sharing", seed, images=True)
         for seed in (0, 2)
     }
+    made["31B"] = make_tiny_checkpoint(
+        "gemma4", root / "31B", "kv-sharing", 3, images=True, use_bidirectional_attention="vision"
+    )
+    return made
 
 
 @pytest.fixture(scope="session")
 def image_assets(image_checkpoints, tmp_path_factory):
-    """(seed, strategy[, "text-only"]) -> the asset `zoo export` writes, exported on first
+    """(checkpoint key, strategy[, text_only]) -> the asset `zoo export` writes, exported on first
     use: the decoder and the vision encoder, or the decoder alone."""
     from zoo.core.plan import plan_export
     from zoo.core.run import run_plan
 
     root, made = tmp_path_factory.mktemp("gemma4-image-assets"), {}
 
-    def asset(seed: int, strategy: str, text_only: bool = False):
+    def asset(seed: int | str, strategy: str, text_only: bool = False):
         key = (seed, strategy, text_only)
         if key not in made:
             path = root / f"seed{seed}-{strategy}{'-text' * text_only}.aimodel"

@@ -83,8 +83,12 @@ def _components(asset):
     return open_asset(asset).components
 
 
-def transformers_greedy(checkpoint, prompt: list[int], images: list, new_tokens: int = 8):
-    """transformers' greedy tokens and its logits after the prompt, with the images."""
+def transformers_greedy(
+    checkpoint, prompt: list[int], images: list, new_tokens: int = 8, blocks: bool = True
+):
+    """transformers' greedy tokens and its logits after the prompt, with the images (and
+    the image tokens typed as the processor types them, unless not `blocks`: then a model
+    whose image tokens attend both ways reads them causally)."""
     reference = reference_model("gemma4", checkpoint)
     prepared = reference_processor(checkpoint)(images, return_tensors="pt")
     media = {
@@ -92,6 +96,8 @@ def transformers_greedy(checkpoint, prompt: list[int], images: list, new_tokens:
         "image_position_ids": prepared["image_position_ids"],
     }
     ids = torch.tensor([prompt])
+    if blocks:
+        media["mm_token_type_ids"] = (ids == reference.config.image_token_id).int()
     with torch.no_grad():
         out = reference.generate(
             ids,
@@ -125,6 +131,27 @@ def test_answers_about_an_image_like_transformers(
         assert outcome.result["tokens"] == want
         got_logits = np.array(outcome.result["logits"][0])
         assert np.abs(got_logits - want_logits).max() < 1e-4
+
+
+@pytest.mark.parametrize("strategy", ["runtime-index", "input-mask-blend"])
+def test_image_tokens_that_see_each_other_read_like_transformers(
+    image_checkpoints, image_assets, tmp_path, strategy
+):
+    """The 31B's image tokens attend to each other both ways in the sliding layers: each
+    image read in one `prefill_media` call whose sliding mask opens it to itself."""
+    asset = image_assets("31B", strategy)
+    assert "prefill_media" in _components(asset)["decoder"]["functions"]
+    image = tmp_path / "image.png"
+    random_image(40, 70, seed=4).save(image)
+    opened = Image.open(image).convert("RGB")
+    prompt = prompt_of(asset, "w5 w9 w17", [opened])
+    want, want_logits = transformers_greedy(image_checkpoints["31B"], prompt, [opened])
+    _, causal_logits = transformers_greedy(image_checkpoints["31B"], prompt, [opened], 8, False)
+    assert np.abs(causal_logits - want_logits).max() > 1e-2  # the test sees the difference
+    outcome = run_isolated(runtime_greedy, str(asset), prompt, 8, [str(image)], timeout=300)
+    assert outcome.ok, outcome.summary()
+    assert outcome.result["tokens"] == want
+    assert np.abs(np.array(outcome.result["logits"][0]) - want_logits).max() < 1e-4
 
 
 def test_the_image_changes_the_answer(image_assets, tmp_path):
@@ -200,3 +227,26 @@ def test_bad_images_and_assets_without_vision_are_refused(image_assets, assets, 
     assert done.returncode != 0 and "has no vision component" in done.stderr
     with pytest.raises(MediaError, match="image tokens"):
         runtime_greedy(str(asset), [2, 3, 4], 1, [str(tmp_path / "ok.png")])
+
+
+def test_a_checkpoint_and_an_image_no_test_chose(tmp_path):
+    """A seed and an image size drawn afresh each run (printed on failure, to replay)."""
+    from zoo.core.plan import plan_export
+    from zoo.core.run import run_plan
+    from zoo.reference import make_tiny_checkpoint
+
+    draw = np.random.default_rng()
+    seed, height, width = (int(v) for v in draw.integers([0, 1, 1], [10_000, 700, 700]))
+    replay = f"seed {seed}, image {height} x {width}"
+    checkpoint = make_tiny_checkpoint("gemma4", tmp_path / "ck", "kv-sharing", seed, images=True)
+    asset = run_plan(plan_export(checkpoint, tmp_path / "a.aimodel", capacity=128, chunk=4))
+    image = tmp_path / "image.png"
+    random_image(height, width, seed).save(image)
+    opened = Image.open(image).convert("RGB")
+    prompt = prompt_of(asset, "w5 w9", [opened])
+    want, want_logits = transformers_greedy(checkpoint, prompt, [opened])
+    outcome = run_isolated(runtime_greedy, str(asset), prompt, 8, [str(image)], timeout=300)
+    assert outcome.ok, f"{replay}: {outcome.summary()}"
+    assert outcome.result["tokens"] == want, replay
+    got = np.array(outcome.result["logits"][0])
+    assert np.abs(got - want_logits).max() < 1e-4, replay
