@@ -85,6 +85,22 @@ assert tokens == expected, (tokens, expected)
 print("8/8 greedy tokens identical to transformers, with the image")
 # --8<-- [end:compare]
 
+# --8<-- [start:qwen]
+# Qwen3.5: the same calls; its processor (a pixel budget of 64 soft tokens
+# here), its image tokens and its multimodal RoPE come with the checkpoint
+qwen = make_tiny_checkpoint("qwen3_5", "tiny-qwen3_5-vision", images=True)
+qwen_asset = run_plan(
+    plan_export(
+        qwen, "tiny-qwen3_5-vision.aimodel", capacity=128, overwrite=True
+    )
+)
+with Generator(qwen_asset) as generator:
+    processor = vision_processor(generator.asset.components, qwen_asset)
+    tokenizer = load_tokenizer(qwen_asset / "tokenizer.json")
+    prompt = image_prompt(tokenizer, qwen_asset, "w5 w9", [picture], processor)
+    print(generator.generate(prompt, 8, stop_token_ids=[], images=[picture]))
+# --8<-- [end:qwen]
+
 # --8<-- [start:sizes]
 import json
 

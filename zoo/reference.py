@@ -47,10 +47,12 @@ def write_image_files(entry, directory: Path) -> None:
     if not media:
         raise ValueError(f"the {entry.title} entry reads no images")
     name = entry.transformers_name
-    module = importlib.import_module(
-        f"transformers.models.{name.lower()}.image_processing_pil_{name.lower()}"
+    where = media.get("processor_class") or (
+        f"transformers.models.{name.lower()}.image_processing_pil_{name.lower()}."
+        f"{name}ImageProcessorPil"
     )
-    getattr(module, f"{name}ImageProcessorPil")(**media["processor"]).save_pretrained(directory)
+    module, _, cls = where.rpartition(".")
+    getattr(importlib.import_module(module), cls)(**media["processor"]).save_pretrained(directory)
     vocab = json.loads((directory / "config.json").read_text())["text_config"]["vocab_size"]
     write_tokenizer(directory, vocab, media["specials"])
     (directory / "chat_template.jinja").write_text(media["chat_template"])

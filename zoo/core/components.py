@@ -24,7 +24,9 @@ from zoo.core.export import readable_bytes
 VISION_FUNCTION = "vision"
 
 
-def plan_components(entry, checkpoint: Path, text_only: bool) -> tuple[tuple[str, ...], str, int]:
+def plan_components(
+    entry, checkpoint: Path, text_only: bool, image_tokens: int | None = None
+) -> tuple[tuple[str, ...], str, int]:
     """The components an export of `checkpoint` writes, and what the plan says of them
     beyond the decoder: the vision encoder's size, or why it is left out. The encoder is in
     when the checkpoint has one, the entry reads it, the checkpoint ships its image
@@ -49,7 +51,15 @@ def plan_components(entry, checkpoint: Path, text_only: bool) -> tuple[tuple[str
             0,
         )
     size = vision_bytes(checkpoint, vision.checkpoint_name)
-    return ("decoder", "vision"), f"the vision encoder about {readable_bytes(size)}, float32", size
+    own, used = (
+        vision.image_tokens(processor),
+        vision.image_tokens(image_processor(vision, checkpoint, image_tokens)),
+    )
+    budget = f"images up to {used} soft tokens" + (
+        f" (its processor allows {own}: --image-tokens N)" if used != own else ""
+    )
+    note = f"the vision encoder about {readable_bytes(size)}, float32; {budget}"
+    return ("decoder", "vision"), note, size
 
 
 def vision_bytes(checkpoint: Path, name) -> int:
@@ -73,9 +83,9 @@ def check_components(plan) -> None:
         (plan.first_layers, "--first-layers"),
         (plan.target != "zoo", "--target apple-engine"),
     ]
-    entry = get_entry(plan.entry)
-    processor = entry.vision.processor(plan.checkpoint)
-    tokens = processor["settings"].get("max_soft_tokens", 280)
+    vision = get_entry(plan.entry).vision
+    processor = image_processor(vision, plan.checkpoint, plan.image_tokens)
+    tokens = vision.image_tokens(processor)
     if processor.get("bidirectional") and plan.capacity < tokens + 2:
         raise ValueError(
             f"--capacity {plan.capacity} cannot hold one image of this checkpoint ({tokens} "
@@ -98,7 +108,8 @@ def vision_entry_point(plan, text_width: int):
     from zoo.core.export import EntryPoint
 
     vision = get_entry(plan.entry).vision
-    module = vision.load_vision(plan.checkpoint, text_width)
+    processor = image_processor(vision, plan.checkpoint, plan.image_tokens)
+    module = vision.load_vision(plan.checkpoint, text_width, processor["settings"])
     with torch.no_grad():
         example = module.example_inputs()
     entry = EntryPoint(VISION_FUNCTION, module, example, list(module.input_names), ["soft_tokens"])
@@ -106,6 +117,22 @@ def vision_entry_point(plan, text_width: int):
         "functions": [VISION_FUNCTION],
         "states": [],
         "sidecars": [],
-        "processor": vision.processor(plan.checkpoint),
+        "processor": processor,
     }
     return entry, component
+
+
+# images larger than this many soft tokens are resized smaller unless --image-tokens says
+# otherwise: the vision function has one fixed size, and attention over its patches grows
+# with its square (Qwen3.5's processor allows 16,384 tokens: 65,536 patches)
+DEFAULT_IMAGE_TOKENS = 1024
+
+
+def image_processor(vision, checkpoint: Path, tokens: int | None) -> dict:
+    """The checkpoint's image processor with its budget: `tokens` soft tokens an image if
+    given, else its own up to `DEFAULT_IMAGE_TOKENS`."""
+    processor = vision.processor(checkpoint)
+    own = vision.image_tokens(processor)
+    if tokens is None and own <= DEFAULT_IMAGE_TOKENS:
+        return processor
+    return vision.with_image_tokens(processor, tokens or DEFAULT_IMAGE_TOKENS)

@@ -243,6 +243,8 @@ def write_asset(
         spec = replace(spec, soft_tokens=model.config.hidden_size)
         if component["processor"].get("bidirectional"):  # image tokens see each other
             spec = replace(spec, media_chunk=entry.module.config.max_soft_tokens)
+        if component["processor"].get("mrope_section"):  # images placed by three axes
+            spec = replace(spec, mrope_section=component["processor"]["mrope_section"])
     model = preset.apply(model)
     if plan.encoding != "coreai-opt":  # the same codes, expanded by ordinary ops
         from zoo.core.encoding import encode_plain
@@ -272,6 +274,8 @@ def example_inputs(
     if spec.soft_tokens:  # images: soft tokens in place of some tokens' embeddings
         inputs["soft_tokens"] = np.zeros((1, length, spec.soft_tokens), np.float32)
         inputs["soft_mask"] = np.zeros((1, length, 1), np.float32)
+    if spec.mrope_section:  # three position axes (zoo.core.media.mrope_inputs)
+        inputs["mrope_positions"] = np.zeros((3, length), np.int32)
     states = tuple(zero_state(spec, name) for name in spec.state_shapes)
     return inputs, (*(torch.from_numpy(v) for v in inputs.values()), *states)
 

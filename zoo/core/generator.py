@@ -95,6 +95,10 @@ class Generator:
             self.states.update(function.new_states())
         self.position = 0
         self.soft: dict[int, np.ndarray] = {}  # position -> an image's soft token there
+        # multimodal RoPE (DecodeSpec.mrope_section): position -> its (t, h, w) where images
+        # placed it, and the shift of every later position
+        self.rope: dict[int, tuple[int, int, int]] = {}
+        self.rope_shift = 0
 
     def _fitting(self, ids: Sequence[int], context: int, advice: str) -> list[int]:
         """`ids` as a list, refused if empty, out of the vocabulary, or past `context`."""
@@ -115,12 +119,10 @@ class Generator:
         `images` (paths or PIL images, an asset with a vision component): their soft tokens
         replace the ids' image tokens, in order (`zoo.core.media.expand_image_tokens`)."""
         ids = self._fitting(ids, self.spec.capacity, "export with a larger --capacity")
-        if images:
-            from zoo.core.media import soft_token_rows, vision_processor
+        if images:  # soft tokens (and RoPE positions) at the ids' image tokens
+            from zoo.core.media import place_images
 
-            processor = vision_processor(self.asset.components, self.asset.path)
-            rows = soft_token_rows(ids, self.encode_images(images), processor)
-            self.soft.update({self.position + i: row for i, row in rows.items()})
+            place_images(self, ids, images)
         self.ran = []
         if self.spec.media_chunk and images:  # each image's tokens in one call of their own
             from zoo.core.media import feed_around_images
@@ -159,7 +161,7 @@ class Generator:
             from zoo.core.media import soft_inputs
 
             pad = self.asset.components["vision"]["processor"]["pad_token_id"]
-            soft = soft_inputs(self.soft, position, len(piece), self.spec.soft_tokens)
+            soft = soft_inputs(self, position, len(piece))
             ids_array = np.where(soft["soft_mask"][..., 0] > 0, pad, ids_array).astype(np.int32)
         inputs = {
             **soft,
@@ -181,7 +183,7 @@ class Generator:
         from zoo.core.media import encode_images, vision_processor
 
         processor = vision_processor(self.asset.components, self.asset.path)
-        return encode_images(self.functions["vision"][0], images, processor)
+        return [soft for soft, _ in encode_images(self.functions["vision"][0], images, processor)]
 
     def _start(self, function, piece: list[int], position: int, carried=None, span=None):
         states = {name: self.states[name] for name in function.state_names}

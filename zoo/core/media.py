@@ -242,26 +242,61 @@ def image_prompt(
     return tokenizer.encode(expanded, add_special_tokens=False).ids
 
 
-def encode_images(vision, images, processor: dict) -> list[np.ndarray]:
-    """Each image's soft tokens `[n, width]` from an asset's `vision` function."""
+def encode_images(vision, images, processor: dict) -> list[tuple[np.ndarray, tuple]]:
+    """Each image's soft tokens `[n, width]` from an asset's `vision` function, and its
+    grid (t, h, w in patches; Gemma 4's: none)."""
     out = []
     for image in images:
         prepared = prepare_image(image, processor)
         inputs = {name: prepared[name] for name in vision.input_names}
-        out.append(vision(inputs)["soft_tokens"][0, : prepared["soft_tokens"]])
+        soft = vision(inputs)["soft_tokens"][0, : prepared["soft_tokens"]]
+        out.append((soft, prepared.get("grid")))
     return out
 
 
-def soft_inputs(soft: dict, position: int, length: int, width: int) -> dict[str, np.ndarray]:
+def place_images(generator, ids: list[int], images) -> None:
+    """Before `Generator.feed(ids, images)`: each image's soft tokens at the ids' image
+    tokens, in order, and with multimodal RoPE (Qwen3.5) each token's three positions:
+    transformers' `get_rope_index` from where the context stands."""
+    processor = vision_processor(generator.asset.components, generator.asset.path)
+    encoded = encode_images(generator.functions["vision"][0], images, processor)
+    rows = soft_token_rows(ids, [soft for soft, _ in encoded], processor)
+    start = generator.position
+    generator.soft.update({start + i: row for i, row in rows.items()})
+    if not generator.spec.mrope_section:
+        return
+    merge = processor["settings"]["merge_size"]
+    grids = iter(grid for _, grid in encoded)
+    current = start + generator.rope_shift  # the next text token's position
+    i = 0
+    while i < len(ids):
+        if i not in rows:
+            generator.rope[start + i] = (current,) * 3
+            current, i = current + 1, i + 1
+            continue
+        _, height, width = next(grids)
+        height, width = height // merge, width // merge
+        for k in range(height * width):
+            generator.rope[start + i + k] = (current, current + k // width, current + k % width)
+        current, i = current + max(height, width), i + height * width
+    generator.rope_shift = current - (start + len(ids))
+
+
+def soft_inputs(generator, position: int, length: int) -> dict[str, np.ndarray]:
     """A call's `soft_tokens` `[1, length, width]` and `soft_mask` `[1, length, 1]` from
-    `position`: the soft token of each position `soft` holds (an image's), zeros
-    elsewhere."""
-    rows = np.zeros((1, length, width), np.float32)
+    `position` (the soft token of each position the generator holds one for, zeros
+    elsewhere), and with multimodal RoPE its `mrope_positions` `[3, length]`."""
+    rows = np.zeros((1, length, generator.spec.soft_tokens), np.float32)
     mask = np.zeros((1, length, 1), np.float32)
     for i in range(length):
-        if position + i in soft:
-            rows[0, i], mask[0, i] = soft[position + i], 1.0
-    return {"soft_tokens": rows, "soft_mask": mask}
+        if position + i in generator.soft:
+            rows[0, i], mask[0, i] = generator.soft[position + i], 1.0
+    out = {"soft_tokens": rows, "soft_mask": mask}
+    if generator.spec.mrope_section:
+        shift = generator.rope_shift
+        axes = [generator.rope.get(p, (p + shift,) * 3) for p in range(position, position + length)]
+        out["mrope_positions"] = np.array(axes, np.int32).T.copy()
+    return out
 
 
 def feed_around_images(generator, ids: list[int]) -> np.ndarray:

@@ -138,6 +138,16 @@ EXPORT_OPTIONS: tuple[ExportOption, ...] = (
         model=False,
     ),
     ExportOption(
+        "image_tokens",
+        None,
+        "the most soft tokens an image becomes, the vision function's fixed size: larger "
+        "images are resized smaller, as the processor does with that budget (default: the "
+        "processor's own, at most 1024; Gemma 4: 70, 140, 280, 560 or 1120)",
+        parse=whole_number(1),
+        metavar="N",
+        model=False,
+    ),
+    ExportOption(
         "target",
         "zoo",
         "zoo: prefill + decode for `generate`; apple-engine: a bundle in the contract "

@@ -52,6 +52,7 @@ class ExportPlan:
     # checkpoint has a vision encoder the entry reads; their sizes, or why left out
     components: tuple[str, ...] = ("decoder",)
     left_out: str = ""
+    image_tokens: int | None = None  # the most soft tokens an image becomes (None: default)
     parameters: int = 0  # values in the checkpoint's tensors the model reads
     held_parameters: int = 0  # of those, the most held at once (the largest range streamed)
     estimated_bytes: int = 0  # the asset on disk
@@ -262,8 +263,11 @@ def plan_export(
         state_bytes=state_bytes(found, config, plan.strategy, plan.capacity, plan.kv_cache, layers),
     )
     plan = stream_plan(plan, found, per_layer, options["stream"], config)
-    components, left_out, extra = plan_components(found, checkpoint, options["text_only"])
+    components, left_out, extra = plan_components(
+        found, checkpoint, options["text_only"], options["image_tokens"]
+    )
     plan = replace(plan, components=components, left_out=left_out)
+    plan = replace(plan, image_tokens=options["image_tokens"])
     plan = replace(plan, estimated_bytes=plan.estimated_bytes + extra)
     check_components(plan)
     from zoo.core.export import check_room

@@ -122,6 +122,10 @@ class DecodeSpec:
     # `prefill_media` function of this many tokens reads one image's tokens in one call,
     # the host's sliding mask opening the block to itself (None: images read causally)
     media_chunk: int | None = None
+    # images placed in space by multimodal RoPE (Qwen3.5): every function also takes
+    # `mrope_positions` `[3, T]` (time, height, width of each token; text: its position
+    # plus the shift the images before it left), the frequencies' sections (None: text)
+    mrope_section: list[int] | None = None
 
     def __post_init__(self) -> None:
         # a hand-edited or damaged metadata.json must not decode silently wrong: a stop id

@@ -299,9 +299,13 @@ def has_vision(directory: str | Path) -> bool:
     return raw.get("model_type") == "gemma4" and bool(raw.get("vision_config"))
 
 
-def load_vision(directory: str | Path, text_hidden_size: int) -> Gemma4Vision:
-    """The vision encoder of a Gemma 4 checkpoint, its weights read (float32, eval)."""
+def load_vision(
+    directory: str | Path, text_hidden_size: int, settings: dict | None = None
+) -> Gemma4Vision:
+    """The vision encoder of a Gemma 4 checkpoint, its weights read (float32, eval), for
+    images as the processor's `settings` prepare them (default: the checkpoint's)."""
     config = VisionConfig.from_checkpoint(directory, text_hidden_size)
+    config.processor = settings if settings is not None else config.processor
     model = build_and_load(lambda: Gemma4Vision(config), directory, checkpoint_name)
     return model.float().eval()
 
@@ -327,3 +331,21 @@ def processor(directory: str | Path) -> dict:
     # the 31B: an image's tokens attend to each other both ways in the sliding layers
     found["bidirectional"] = text.get("use_bidirectional_attention") == "vision"
     return found
+
+
+SOFT_TOKEN_BUDGETS = (70, 140, 280, 560, 1120)  # what Gemma 4's image processor accepts
+
+
+def image_tokens(processor: dict) -> int:
+    """The most soft tokens an image becomes (the vision function's fixed size)."""
+    return int(processor["settings"].get("max_soft_tokens", 280))
+
+
+def with_image_tokens(processor: dict, tokens: int) -> dict:
+    """The processor with its budget set to `tokens` soft tokens an image."""
+    if tokens not in SOFT_TOKEN_BUDGETS:
+        raise ValueError(
+            f"--image-tokens {tokens}: Gemma 4's image processor takes one of "
+            f"{', '.join(map(str, SOFT_TOKEN_BUDGETS))}"
+        )
+    return processor | {"settings": processor["settings"] | {"max_soft_tokens": tokens}}

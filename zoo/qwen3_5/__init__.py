@@ -6,6 +6,7 @@ is all the rest of the zoo needs to know about it (`zoo.core.entry`)."""
 from zoo.core.decode import export_model as export_qwen3_5
 from zoo.core.eager import decode_spec, torch_logits
 from zoo.core.entry import ModelEntry, TinyCheckpoint, register
+from zoo.qwen3_5 import vision
 from zoo.qwen3_5.config import Qwen3_5Config, UnsupportedConfig
 from zoo.qwen3_5.model import Qwen3_5
 
@@ -34,10 +35,38 @@ TINY = TinyCheckpoint(
     towers=dict(
         vision_config=dict(
             depth=1, hidden_size=32, intermediate_size=64, num_heads=2, out_hidden_size=64
-        )
+        ),
+        vision_start_token_id=124,
+        image_token_id=125,
+        vision_end_token_id=126,
+        video_token_id=127,
     ),
     # transformers initialises A_log, dt_bias and the norms to constants
     jitter=("norm", "A_log", "dt_bias"),
+    images=dict(
+        processor_class="transformers.models.qwen2_vl.image_processing_pil_qwen2_vl."
+        "Qwen2VLImageProcessorPil",
+        # the released processor's settings, its pixel budget 64 soft tokens (256 patches)
+        processor=dict(
+            patch_size=16,
+            merge_size=2,
+            temporal_patch_size=2,
+            size={"shortest_edge": 32 * 32 * 4, "longest_edge": 32 * 32 * 64},
+            image_mean=[0.5, 0.5, 0.5],
+            image_std=[0.5, 0.5, 0.5],
+        ),
+        specials={120: "<|im_start|>", 121: "<|im_end|>", 124: "<|vision_start|>"}
+        | {125: "<|image_pad|>", 126: "<|vision_end|>"},
+        chat_template=(
+            "{% for m in messages %}<|im_start|>{{ m.role }}\n"
+            "{% if m.content is string %}{{ m.content }}{% else %}"
+            "{% for item in m.content %}{% if item.type == 'image' %}"
+            "<|vision_start|><|image_pad|><|vision_end|>"
+            "{% else %}{{ item.text }}{% endif %}{% endfor %}{% endif %}"
+            "<|im_end|>\n{% endfor %}"
+            "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+        ),
+    ),
 )
 
 ENTRY = register(
@@ -49,6 +78,7 @@ ENTRY = register(
         transformers_name="Qwen3_5",
         tiny=TINY,
         towers=("visual.", "vision"),  # and `mtp.*` (multi-token prediction): not under model.
+        vision=vision,  # images: the vision encoder as a component (zoo.core.components)
     )
 )
 load_qwen3_5 = ENTRY.load

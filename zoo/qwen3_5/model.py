@@ -14,8 +14,10 @@ Qwen3.5's parts, in the order they appear below:
   decay `g = -exp(A_log) * softplus(a + dt_bias)`; the gated delta rule with l2-normed q and k.
 - Attention: `q_proj` is twice as wide (query and a per-channel output gate), q/k RMSNorm
   per head, partial RoPE on the first quarter of the head, output times `sigmoid(gate)`.
-- Text positions only: the multimodal RoPE sections all see the same position for text, so
-  the rotation is plain partial RoPE.
+- Multimodal RoPE: the rotated frequencies are interleaved over three position axes (time,
+  height, width: `mrope_section`); text sees the same position on all three, so a text-only
+  asset rotates by plain partial RoPE, and an asset with a vision component takes the three
+  axes from the host (`mrope_positions`, `zoo.core.media`).
 - The multi-token-prediction (`mtp.*`) weights of some checkpoints are not used.
 """
 
@@ -28,7 +30,7 @@ from torch import nn
 from zoo.core.cache import KVCache
 from zoo.core.deltanet import GatedDeltaRule, causal_conv
 from zoo.core.kv import KVStrategy
-from zoo.core.layers import GatedMLP, head_logits
+from zoo.core.layers import GatedMLP, head_logits, with_soft_tokens
 from zoo.qwen3_5.config import Qwen3_5Config
 
 
@@ -120,10 +122,22 @@ class Attention(nn.Module):
         rotary, theta = config.rotary_dim, config.rope_parameters["rope_theta"]
         inv_freq = 1.0 / theta ** (torch.arange(0, rotary, 2, dtype=torch.float32) / rotary)
         self.register_buffer("inv_freq", inv_freq, persistent=False)
+        # which of the three position axes each frequency reads (interleaved: t, h, w, t, ...)
+        section = config.rope_parameters.get("mrope_section") or [11, 11, 10]  # transformers'
 
-    def rotate(self, x: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
-        """Partial RoPE on `[B, H, T, D]`: the first `rotary_dim` channels rotate."""
-        freqs = positions[:, None, :, None].float() * self.inv_freq  # [B, 1, T, rotary/2]
+        axis = torch.zeros(rotary // 2, dtype=torch.long)
+        for dim in (1, 2):
+            axis[dim : section[dim] * 3 : 3] = dim
+        self.register_buffer("axis", axis, persistent=False)
+
+    def rotate(self, x: torch.Tensor, positions: torch.Tensor, step: dict) -> torch.Tensor:
+        """Partial RoPE on `[B, H, T, D]`: the first `rotary_dim` channels rotate; with
+        images, each frequency by its axis of the host's `mrope_positions` `[3, T]`."""
+        if "mrope_positions" in step:
+            axes = step["mrope_positions"].float()[self.axis]  # [rotary/2, T]
+            freqs = (axes.transpose(0, 1) * self.inv_freq)[None, None]  # [1, 1, T, rotary/2]
+        else:
+            freqs = positions[:, None, :, None].float() * self.inv_freq  # [B, 1, T, rotary/2]
         cos, sin = torch.cat([freqs, freqs], -1).cos(), torch.cat([freqs, freqs], -1).sin()
         rotary = cos.shape[-1]
         x_rot, x_pass = x[..., :rotary], x[..., rotary:]
@@ -136,9 +150,9 @@ class Attention(nn.Module):
         query, gate = (
             self.q_proj(x).reshape(batch, length, self.heads, 2 * self.head_dim).chunk(2, -1)
         )
-        q = self.rotate(self.q_norm(query).transpose(1, 2), positions)
+        q = self.rotate(self.q_norm(query).transpose(1, 2), positions, step)
         k = self.k_norm(self.k_proj(x).reshape(batch, length, self.kv_heads, self.head_dim))
-        k = self.rotate(k.transpose(1, 2), positions)
+        k = self.rotate(k.transpose(1, 2), positions, step)
         v = self.v_proj(x).reshape(batch, length, self.kv_heads, self.head_dim).transpose(1, 2)
         keys, values = self.cache.write(states, k, v, step)
         out = self.cache.attend(q, keys, values, step["attn_mask"])
@@ -248,7 +262,7 @@ class Qwen3_5(nn.Module):
         return head_logits(h, self.norm, self.embed_tokens, self.lm_head, last_row_only)
 
     def forward(self, input_ids, positions, step: dict, states: dict, last_row_only=False):
-        h = self.embed(input_ids)
+        h = with_soft_tokens(self.embed(input_ids), step)
         for layer in self.layers:
             h = layer(h, positions, step, states)
         return self.head(h, last_row_only)

@@ -224,11 +224,15 @@ def has_vision(directory: str | Path) -> bool:
     return raw.get("model_type") in ("qwen3_5", "qwen3_5_moe") and bool(raw.get("vision_config"))
 
 
-def load_vision(directory: str | Path, text_hidden_size: int) -> Qwen3_5Vision:
-    """The vision encoder of a Qwen3.5 checkpoint, its weights read (float32, eval)."""
+def load_vision(
+    directory: str | Path, text_hidden_size: int, settings: dict | None = None
+) -> Qwen3_5Vision:
+    """The vision encoder of a Qwen3.5 checkpoint, its weights read (float32, eval), for
+    images as the processor's `settings` prepare them (default: the checkpoint's)."""
     directory = Path(directory)
     raw = read_json(directory / "config.json")
-    config = VisionConfig.of(raw, image_processor_settings(directory))
+    given = settings if settings is not None else image_processor_settings(directory)
+    config = VisionConfig.of(raw, given)
     if config.out_hidden_size != text_hidden_size:
         raise ValueError(
             f"{directory}/config.json: vision_config.out_hidden_size {config.out_hidden_size} "
@@ -265,3 +269,22 @@ def _mrope_section(raw: dict) -> list[int]:
     text = raw.get("text_config") or {}
     rope = text.get("rope_parameters") or text.get("rope_scaling") or {}
     return list(rope.get("mrope_section") or [11, 11, 10])
+
+
+def image_tokens(processor: dict) -> int:
+    """The most soft tokens an image becomes (the vision function's fixed size): the
+    processor's pixel budget (`size.longest_edge`) over a merged block's pixels."""
+    settings = processor["settings"]
+    block = (settings["patch_size"] * settings["merge_size"]) ** 2
+    return settings["size"]["longest_edge"] // block
+
+
+def with_image_tokens(processor: dict, tokens: int) -> dict:
+    """The processor with its pixel budget lowered (or raised) to `tokens` soft tokens an
+    image: larger images are resized smaller, as transformers' processor does with that
+    `size`."""
+    settings = processor["settings"]
+    block = (settings["patch_size"] * settings["merge_size"]) ** 2
+    size = dict(settings["size"], longest_edge=tokens * block)
+    size["shortest_edge"] = min(size["shortest_edge"], size["longest_edge"])
+    return processor | {"settings": settings | {"size": size}}

@@ -6,6 +6,7 @@ import pytest
 
 from zoo.reference import make_tiny_checkpoint
 from zoo.testing import ExportedAssets, exported_assets
+from zoo.testing_media import image_fixtures
 
 CAPACITY, CHUNK = 64, 4
 
@@ -30,46 +31,14 @@ def assets(checkpoints, tmp_path_factory) -> ExportedAssets:
     return exported_assets("gemma4", checkpoints, directory, CAPACITY, CHUNK)
 
 
-@pytest.fixture(scope="session")
-def image_checkpoints(tmp_path_factory) -> dict:
-    """Seed -> a tiny checkpoint that reads images (its processor, image tokens, template);
-    "31B": one whose image tokens attend to each other both ways, as the 31B's do."""
-    root = tmp_path_factory.mktemp("gemma4-image-checkpoints")
-    made = {
-        seed: make_tiny_checkpoint("gemma4", root / f"seed{seed}", "kv-sharing", seed, images=True)
-        for seed in (0, 2)
-    }
-    made["31B"] = make_tiny_checkpoint(
-        "gemma4", root / "31B", "kv-sharing", 3, images=True, use_bidirectional_attention="vision"
-    )
-    return made
-
-
-@pytest.fixture(scope="session")
-def image_assets(image_checkpoints, tmp_path_factory):
-    """(checkpoint key, strategy[, text_only]) -> the asset `zoo export` writes, exported on first
-    use: the decoder and the vision encoder, or the decoder alone."""
-    from zoo.core.plan import plan_export
-    from zoo.core.run import run_plan
-
-    root, made = tmp_path_factory.mktemp("gemma4-image-assets"), {}
-
-    def asset(seed: int | str, strategy: str, text_only: bool = False):
-        key = (seed, strategy, text_only)
-        if key not in made:
-            path = root / f"seed{seed}-{strategy}{'-text' * text_only}.aimodel"
-            plan = plan_export(
-                image_checkpoints[seed],
-                path,
-                strategy=strategy,
-                capacity=IMAGE_CAPACITY,
-                chunk=CHUNK,
-                text_only=text_only,
-            )
-            made[key] = run_plan(plan)
-        return made[key]
-
-    return asset
-
-
-IMAGE_CAPACITY = 128  # an image of the tiny processor is up to 70 soft tokens
+# the image tests' checkpoints: two seeds, and the 31B's image tokens that see each other
+image_checkpoints, image_assets = image_fixtures(
+    "gemma4",
+    {
+        0: dict(variant="kv-sharing", seed=0),
+        2: dict(variant="kv-sharing", seed=2),
+        "31B": dict(variant="kv-sharing", seed=3, use_bidirectional_attention="vision"),
+    },
+    capacity=128,  # an image of the tiny processor is up to 70 soft tokens
+    chunk=CHUNK,
+)

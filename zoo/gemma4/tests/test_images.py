@@ -20,10 +20,14 @@ from PIL import Image
 
 from zoo.core.generator import runtime_greedy
 from zoo.core.isolate import run_isolated
-from zoo.core.media import MediaError, gemma4_patches, image_prompt, vision_processor
+from zoo.core.media import MediaError, gemma4_patches
 from zoo.core.text import load_tokenizer
 from zoo.gemma4.vision import image_processor_settings, load_vision
 from zoo.reference import reference_model
+from zoo.testing_media import asset_components as _components
+from zoo.testing_media import prompt_of, random_image
+from zoo.testing_media import reference_processor as image_processor_of
+from zoo.testing_media import transformers_greedy as greedy_with_images
 
 from .conftest import CHUNK
 
@@ -34,15 +38,12 @@ pytestmark = pytest.mark.runtime  # the suite's tiers: pyproject.toml's markers
 SIZES = [(40, 70), (300, 21), (10, 10), (500, 900), (47, 47)]
 
 
-def random_image(height: int, width: int, seed: int) -> Image.Image:
-    pixels = np.random.default_rng(seed).integers(0, 256, (height, width, 3), dtype=np.uint8)
-    return Image.fromarray(pixels)
-
-
 def reference_processor(checkpoint):
-    from transformers.models.gemma4.image_processing_pil_gemma4 import Gemma4ImageProcessorPil
+    return image_processor_of("gemma4", checkpoint)
 
-    return Gemma4ImageProcessorPil.from_pretrained(checkpoint)
+
+def transformers_greedy(checkpoint, prompt, images, new_tokens=8, blocks=True):
+    return greedy_with_images("gemma4", checkpoint, prompt, images, new_tokens, blocks)
 
 
 @pytest.mark.parametrize("size", SIZES)
@@ -69,47 +70,6 @@ def test_vision_encoder_matches_transformers(image_checkpoints, seed):
             got = ours(pixels.float(), positions.int())[0, : len(want)]
         assert (got - want).abs().max().item() < 1e-4, size
         assert want.std(0).mean() > 1e-3  # the features differ from token to token
-
-
-def prompt_of(asset, text: str, images: list) -> list[int]:
-    processor = vision_processor(_components(asset), asset)
-    tokenizer = load_tokenizer(asset / "tokenizer.json")
-    return image_prompt(tokenizer, asset, text, images, processor)
-
-
-def _components(asset):
-    from zoo.core.asset import open_asset
-
-    return open_asset(asset).components
-
-
-def transformers_greedy(
-    checkpoint, prompt: list[int], images: list, new_tokens: int = 8, blocks: bool = True
-):
-    """transformers' greedy tokens and its logits after the prompt, with the images (and
-    the image tokens typed as the processor types them, unless not `blocks`: then a model
-    whose image tokens attend both ways reads them causally)."""
-    reference = reference_model("gemma4", checkpoint)
-    prepared = reference_processor(checkpoint)(images, return_tensors="pt")
-    media = {
-        "pixel_values": prepared["pixel_values"],
-        "image_position_ids": prepared["image_position_ids"],
-    }
-    ids = torch.tensor([prompt])
-    if blocks:
-        media["mm_token_type_ids"] = (ids == reference.config.image_token_id).int()
-    with torch.no_grad():
-        out = reference.generate(
-            ids,
-            attention_mask=torch.ones_like(ids),
-            max_new_tokens=new_tokens,
-            do_sample=False,
-            eos_token_id=None,
-            pad_token_id=0,
-            **media,
-        )
-        logits = reference(ids, **media).logits[0, -1].numpy()
-    return out[0, len(prompt) :].tolist(), logits
 
 
 @pytest.mark.parametrize(
@@ -250,3 +210,12 @@ def test_a_checkpoint_and_an_image_no_test_chose(tmp_path):
     assert outcome.result["tokens"] == want, replay
     got = np.array(outcome.result["logits"][0])
     assert np.abs(got - want_logits).max() < 1e-4, replay
+
+
+def test_gemma4_image_tokens_take_the_processors_budgets(image_checkpoints, tmp_path):
+    from zoo.core.plan import plan_export
+
+    plan = plan_export(image_checkpoints[0], tmp_path / "a.aimodel", image_tokens=140)
+    assert "images up to 140 soft tokens (its processor allows 70" in plan.describe()
+    with pytest.raises(ValueError, match="one of 70, 140, 280, 560, 1120"):
+        plan_export(image_checkpoints[0], tmp_path / "a.aimodel", image_tokens=100)

@@ -1,0 +1,123 @@
+"""What the image tests of every entry that reads images share: random images, prompts
+through an asset's own template, transformers' image processor (its PIL path) and its
+greedy answer as the reference."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+
+def random_image(height: int, width: int, seed: int):
+    """A PIL image of random RGB pixels."""
+    from PIL import Image
+
+    pixels = np.random.default_rng(seed).integers(0, 256, (height, width, 3), dtype=np.uint8)
+    return Image.fromarray(pixels)
+
+
+def asset_components(asset: str | Path) -> dict:
+    from zoo.core.asset import open_asset
+
+    return open_asset(asset).components
+
+
+def prompt_of(asset: str | Path, text: str, images: list) -> list[int]:
+    """Prompt ids of `images` then `text` in one user turn of the asset's chat template."""
+    from zoo.core.media import image_prompt, vision_processor
+    from zoo.core.text import load_tokenizer
+
+    asset = Path(asset)
+    processor = vision_processor(asset_components(asset), asset)
+    tokenizer = load_tokenizer(asset / "tokenizer.json")
+    return image_prompt(tokenizer, asset, text, images, processor)
+
+
+def reference_processor(entry: str, checkpoint):
+    """transformers' image processor of the checkpoint (the PIL path the tiny ones write)."""
+    import importlib
+
+    from zoo.core.entry import get_entry
+
+    found = get_entry(entry)
+    name = found.transformers_name
+    where = found.tiny.images.get("processor_class") or (
+        f"transformers.models.{name.lower()}.image_processing_pil_{name.lower()}."
+        f"{name}ImageProcessorPil"
+    )
+    module, _, cls = where.rpartition(".")
+    return getattr(importlib.import_module(module), cls).from_pretrained(checkpoint)
+
+
+def transformers_greedy(
+    entry: str, checkpoint, prompt: list[int], images: list, new_tokens: int = 8, typed=True
+):
+    """transformers' greedy tokens and its logits after the prompt, with the images and
+    the image tokens typed as the processor types them (`mm_token_type_ids`; not `typed`:
+    left out, so a model whose image tokens attend both ways reads them causally)."""
+    import torch
+
+    from zoo.reference import reference_model
+
+    reference = reference_model(entry, checkpoint)
+    prepared = reference_processor(entry, checkpoint)(images, return_tensors="pt")
+    media = {k: v for k, v in prepared.items() if k != "num_soft_tokens_per_image"}
+    ids = torch.tensor([prompt])
+    if typed:
+        media["mm_token_type_ids"] = (ids == reference.config.image_token_id).int()
+    with torch.no_grad():
+        out = reference.generate(
+            ids,
+            attention_mask=torch.ones_like(ids),
+            max_new_tokens=new_tokens,
+            do_sample=False,
+            eos_token_id=None,
+            pad_token_id=0,
+            **media,
+        )
+        logits = reference(ids, **media).logits[0, -1].numpy()
+    return out[0, len(prompt) :].tolist(), logits
+
+
+def image_fixtures(entry: str, checkpoints: dict[object, dict], capacity: int, chunk: int):
+    """The session fixtures of an entry's image tests: `image_checkpoints` (key -> a tiny
+    checkpoint that reads images, made with `make_tiny_checkpoint(entry, images=True,
+    **checkpoints[key])`) and `image_assets(key, strategy, text_only=False)` (the asset
+    `zoo export` writes of it, exported on first use)."""
+    import pytest
+
+    from zoo.reference import make_tiny_checkpoint
+
+    @pytest.fixture(scope="session")
+    def image_checkpoints(tmp_path_factory) -> dict:
+        root = tmp_path_factory.mktemp(f"{entry}-image-checkpoints")
+        return {
+            key: make_tiny_checkpoint(entry, root / str(key), images=True, **options)
+            for key, options in checkpoints.items()
+        }
+
+    @pytest.fixture(scope="session")
+    def image_assets(image_checkpoints, tmp_path_factory):
+        from zoo.core.plan import plan_export
+        from zoo.core.run import run_plan
+
+        root, made = tmp_path_factory.mktemp(f"{entry}-image-assets"), {}
+
+        def asset(key, strategy: str, text_only: bool = False):
+            if (key, strategy, text_only) not in made:
+                path = root / f"{key}-{strategy}{'-text' * text_only}.aimodel"
+                plan = plan_export(
+                    image_checkpoints[key],
+                    path,
+                    strategy=strategy,
+                    capacity=capacity,
+                    chunk=chunk,
+                    text_only=text_only,
+                )
+                made[key, strategy, text_only] = run_plan(plan)
+            return made[key, strategy, text_only]
+
+        return asset
+
+    return image_checkpoints, image_assets
