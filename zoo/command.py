@@ -132,7 +132,7 @@ def list_entries() -> int:
     from zoo.core.entry import all_entries
     from zoo.released import released_configs
 
-    rows = [("entry", "family", "model types", "released configs")]
+    rows = [("entry", "family", "model types", "inputs", "released configs")]
     for entry in all_entries().values():
         sizes = ", ".join(released_configs(entry.name)) or "-"
         rows.append(
@@ -140,14 +140,15 @@ def list_entries() -> int:
                 f"zoo.{entry.name}",
                 entry.title,
                 ", ".join(t for t in entry.config.model_types() if t),
+                "text, images" if entry.vision is not None else "text",
                 sizes,
             )
         )
-    widths = [max(len(row[i]) for row in rows) for i in range(3)]
+    widths = [max(len(row[i]) for row in rows) for i in range(4)]
     for row in rows:
         print(
             "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=False))
             + "  "
-            + row[3]
+            + row[4]
         )
     return 0

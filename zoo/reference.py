@@ -85,8 +85,9 @@ def load_reference(
     return cls.from_pretrained(directory, attn_implementation="eager").eval()
 
 
-def greedy_reference(model, prompt: list[int], max_new_tokens: int = 8) -> list[int]:
-    """transformers' greedy `generate`, without stopping at an end-of-sequence token.
+def greedy_reference(model, prompt: list[int], max_new_tokens: int = 8, **media) -> list[int]:
+    """transformers' greedy `generate`, without stopping at an end-of-sequence token
+    (`media`: what the processor gave beside the ids, e.g. `pixel_values`).
 
     The attention mask is passed: without it transformers masks every prompt token equal to
     the pad id (SmolLM2's pad id is its `<|im_end|>`, which chat prompts contain)."""
@@ -100,6 +101,7 @@ def greedy_reference(model, prompt: list[int], max_new_tokens: int = 8) -> list[
         do_sample=False,
         eos_token_id=None,
         pad_token_id=0,
+        **media,
     )
     return output[0, len(prompt) :].tolist()
 

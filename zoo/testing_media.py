@@ -58,7 +58,7 @@ def transformers_greedy(
     left out, so a model whose image tokens attend both ways reads them causally)."""
     import torch
 
-    from zoo.reference import reference_model
+    from zoo.reference import greedy_reference, reference_model
 
     reference = reference_model(entry, checkpoint)
     prepared = reference_processor(entry, checkpoint)(images, return_tensors="pt")
@@ -67,17 +67,9 @@ def transformers_greedy(
     if typed:
         media["mm_token_type_ids"] = (ids == reference.config.image_token_id).int()
     with torch.no_grad():
-        out = reference.generate(
-            ids,
-            attention_mask=torch.ones_like(ids),
-            max_new_tokens=new_tokens,
-            do_sample=False,
-            eos_token_id=None,
-            pad_token_id=0,
-            **media,
-        )
+        tokens = greedy_reference(reference, prompt, new_tokens, **media)
         logits = reference(ids, **media).logits[0, -1].numpy()
-    return out[0, len(prompt) :].tolist(), logits
+    return tokens, logits
 
 
 def image_fixtures(entry: str, checkpoints: dict[object, dict], capacity: int, chunk: int):
@@ -121,3 +113,23 @@ def image_fixtures(entry: str, checkpoints: dict[object, dict], capacity: int, c
         return asset
 
     return image_checkpoints, image_assets
+
+
+def check_answer_about_image(
+    entry: str, checkpoint, asset, image, path, text: str, tolerance: float = 1e-4
+) -> list[int]:
+    """8 greedy tokens about `image` (saved at `path`) on the runtime, in a process of
+    their own, identical to transformers' on `checkpoint`, the logits after the prompt
+    within `tolerance`; returns the prompt."""
+    from zoo.core.generator import runtime_greedy
+    from zoo.core.isolate import run_isolated
+
+    image.save(path)
+    prompt = prompt_of(asset, text, [image])
+    want, want_logits = transformers_greedy(entry, checkpoint, prompt, [image])
+    outcome = run_isolated(runtime_greedy, str(asset), prompt, 8, [str(path)], timeout=300)
+    assert outcome.ok, outcome.summary()
+    assert outcome.result["tokens"] == want, (outcome.result["tokens"], want)
+    error = np.abs(np.array(outcome.result["logits"][0]) - want_logits).max()
+    assert error < tolerance, error
+    return prompt

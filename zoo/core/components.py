@@ -17,9 +17,11 @@ A model whose image tokens attend to each other both ways says so in its process
 
 from __future__ import annotations
 
+from dataclasses import fields
 from pathlib import Path
 
 from zoo.core.export import readable_bytes
+from zoo.core.files import read_json
 
 VISION_FUNCTION = "vision"
 
@@ -136,3 +138,32 @@ def image_processor(vision, checkpoint: Path, tokens: int | None) -> dict:
     if tokens is None and own <= DEFAULT_IMAGE_TOKENS:
         return processor
     return vision.with_image_tokens(processor, tokens or DEFAULT_IMAGE_TOKENS)
+
+
+def image_processor_settings(directory: Path) -> dict:
+    """The image processor's settings a checkpoint ships: preprocessor_config.json, or
+    transformers 5's processor_config.json with them under `image_processor`."""
+    flat, nested = directory / "preprocessor_config.json", directory / "processor_config.json"
+    if flat.is_file():
+        return read_json(flat)
+    if nested.is_file():
+        return read_json(nested).get("image_processor") or {}
+    return {}
+
+
+def vision_config_of(cls, raw: dict, **settled):
+    """A vision encoder's config dataclass `cls` from config.json's `vision_config` (the
+    fields `cls` knows), then the `settled` fields (the processor's settings, ...)."""
+    known = {f.name for f in fields(cls)}
+    vision = raw.get("vision_config") or {}
+    return cls(**{k: v for k, v in vision.items() if k in known}, **settled)
+
+
+def token_text(directory: Path, token_id: int) -> str | None:
+    """The text of a token id in the checkpoint's tokenizer.json (None without one)."""
+    path = directory / "tokenizer.json"
+    if not path.is_file():
+        return None
+    from tokenizers import Tokenizer
+
+    return Tokenizer.from_file(str(path)).id_to_token(token_id)

@@ -18,13 +18,14 @@ The soft tokens of the real patches come first; the host keeps `num_soft_tokens`
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from zoo.core.components import image_processor_settings, token_text, vision_config_of
 from zoo.core.files import read_json
 from zoo.core.weights import build_and_load
 from zoo.gemma4.model import RMSNorm, gelu_tanh
@@ -69,22 +70,8 @@ class VisionConfig:
     @classmethod
     def of(cls, raw: dict, text_hidden_size: int, processor: dict | None = None) -> VisionConfig:
         """From a parsed config.json (its `vision_config`) and the processor's settings."""
-        known = {f.name for f in fields(cls)}
-        vision = raw.get("vision_config") or {}
-        config = cls(**{k: v for k, v in vision.items() if k in known})
-        config.text_hidden_size, config.processor = text_hidden_size, processor or {}
-        return config
-
-
-def image_processor_settings(directory: Path) -> dict:
-    """The image processor's settings a checkpoint ships: preprocessor_config.json, or
-    transformers 5's processor_config.json with them under `image_processor`."""
-    flat, nested = directory / "preprocessor_config.json", directory / "processor_config.json"
-    if flat.is_file():
-        return read_json(flat)
-    if nested.is_file():
-        return read_json(nested).get("image_processor") or {}
-    return {}
+        settled = {"text_hidden_size": text_hidden_size, "processor": processor or {}}
+        return vision_config_of(cls, raw, **settled)
 
 
 class ClippableLinear(nn.Module):
@@ -318,13 +305,8 @@ def processor(directory: str | Path) -> dict:
     settings = image_processor_settings(directory)
     tokens = {"image_token": "image_token_id", "begin": "boi_token_id", "end": "eoi_token_id"}
     found = {"kind": "gemma4", "settings": settings}
-    tokenizer = directory / "tokenizer.json"
-    if settings and tokenizer.is_file():
-        from tokenizers import Tokenizer
-
-        vocabulary = Tokenizer.from_file(str(tokenizer))
-        for name, field_name in tokens.items():
-            found[name] = vocabulary.id_to_token(raw[field_name])
+    if settings:
+        found |= {name: token_text(directory, raw[field]) for name, field in tokens.items()}
     text = raw.get("text_config") or {}
     found["image_token_id"] = raw.get("image_token_id")
     found["pad_token_id"] = text.get("pad_token_id", 0)

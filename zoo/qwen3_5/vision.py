@@ -18,13 +18,14 @@ computes what depends only on the grid: the four taps and weights that resample 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from zoo.core.components import image_processor_settings, token_text, vision_config_of
 from zoo.core.files import read_json
 from zoo.core.weights import build_and_load
 
@@ -59,22 +60,7 @@ class VisionConfig:
     @classmethod
     def of(cls, raw: dict, processor: dict | None = None) -> VisionConfig:
         """From a parsed config.json (its `vision_config`) and the processor's settings."""
-        known = {f.name for f in fields(cls)}
-        vision = raw.get("vision_config") or {}
-        config = cls(**{k: v for k, v in vision.items() if k in known})
-        config.processor = processor or {}
-        return config
-
-
-def image_processor_settings(directory: Path) -> dict:
-    """The image processor's settings a checkpoint ships (preprocessor_config.json, or
-    processor_config.json's `image_processor`)."""
-    flat, nested = directory / "preprocessor_config.json", directory / "processor_config.json"
-    if flat.is_file():
-        return read_json(flat)
-    if nested.is_file():
-        return read_json(nested).get("image_processor") or {}
-    return {}
+        return vision_config_of(cls, raw, processor=processor or {})
 
 
 def activation(name: str):
@@ -251,13 +237,8 @@ def processor(directory: str | Path) -> dict:
     vision = raw.get("vision_config") or {}
     settings = image_processor_settings(directory)
     found = {"kind": "qwen3_5", "settings": settings, "begin": "", "end": ""}
-    tokenizer = directory / "tokenizer.json"
-    if settings and tokenizer.is_file():
-        from tokenizers import Tokenizer
-
-        found["image_token"] = Tokenizer.from_file(str(tokenizer)).id_to_token(
-            raw["image_token_id"]
-        )
+    if settings:
+        found["image_token"] = token_text(directory, raw["image_token_id"])
     found["image_token_id"] = raw.get("image_token_id")
     found["pad_token_id"] = raw.get("image_token_id")  # no per-layer lookups: the token as is
     found["position_table"] = vision.get("num_position_embeddings", 2304)

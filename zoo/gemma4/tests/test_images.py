@@ -18,14 +18,15 @@ import pytest
 import torch
 from PIL import Image
 
+from zoo.core.components import image_processor_settings
 from zoo.core.generator import runtime_greedy
 from zoo.core.isolate import run_isolated
 from zoo.core.media import MediaError, gemma4_patches
 from zoo.core.text import load_tokenizer
-from zoo.gemma4.vision import image_processor_settings, load_vision
+from zoo.gemma4.vision import load_vision
 from zoo.reference import reference_model
 from zoo.testing_media import asset_components as _components
-from zoo.testing_media import prompt_of, random_image
+from zoo.testing_media import check_answer_about_image, prompt_of, random_image
 from zoo.testing_media import reference_processor as image_processor_of
 from zoo.testing_media import transformers_greedy as greedy_with_images
 
@@ -80,17 +81,11 @@ def test_answers_about_an_image_like_transformers(
 ):
     asset = image_assets(seed, strategy)
     for number, size in enumerate([(40, 70), (300, 21)]):
-        image = tmp_path / f"image{number}.png"
-        random_image(*size, seed=seed + number).save(image)
-        opened = Image.open(image).convert("RGB")
-        prompt = prompt_of(asset, "w5 w9 w17 w3", [opened])
+        image, path = random_image(*size, seed=seed + number), tmp_path / f"{number}.png"
+        prompt = check_answer_about_image(
+            "gemma4", image_checkpoints[seed], asset, image, path, "w5 w9 w17 w3"
+        )
         assert len(prompt) % CHUNK, "the image tokens should not all fall in whole chunks"
-        want, want_logits = transformers_greedy(image_checkpoints[seed], prompt, [opened])
-        outcome = run_isolated(runtime_greedy, str(asset), prompt, 8, [str(image)], timeout=300)
-        assert outcome.ok, outcome.summary()
-        assert outcome.result["tokens"] == want
-        got_logits = np.array(outcome.result["logits"][0])
-        assert np.abs(got_logits - want_logits).max() < 1e-4
 
 
 @pytest.mark.parametrize("strategy", ["runtime-index", "input-mask-blend"])
@@ -200,16 +195,11 @@ def test_a_checkpoint_and_an_image_no_test_chose(tmp_path):
     replay = f"seed {seed}, image {height} x {width}"
     checkpoint = make_tiny_checkpoint("gemma4", tmp_path / "ck", "kv-sharing", seed, images=True)
     asset = run_plan(plan_export(checkpoint, tmp_path / "a.aimodel", capacity=128, chunk=4))
-    image = tmp_path / "image.png"
-    random_image(height, width, seed).save(image)
-    opened = Image.open(image).convert("RGB")
-    prompt = prompt_of(asset, "w5 w9", [opened])
-    want, want_logits = transformers_greedy(checkpoint, prompt, [opened])
-    outcome = run_isolated(runtime_greedy, str(asset), prompt, 8, [str(image)], timeout=300)
-    assert outcome.ok, f"{replay}: {outcome.summary()}"
-    assert outcome.result["tokens"] == want, replay
-    got = np.array(outcome.result["logits"][0])
-    assert np.abs(got - want_logits).max() < 1e-4, replay
+    image, path = random_image(height, width, seed), tmp_path / "image.png"
+    try:
+        check_answer_about_image("gemma4", checkpoint, asset, image, path, "w5 w9")
+    except AssertionError as error:
+        raise AssertionError(f"{replay}: {error}") from None
 
 
 def test_gemma4_image_tokens_take_the_processors_budgets(image_checkpoints, tmp_path):

@@ -24,6 +24,7 @@ from zoo.core.media import place_images, qwen_patches
 from zoo.qwen3_5.vision import load_vision
 from zoo.testing_media import (
     asset_components,
+    check_answer_about_image,
     prompt_of,
     random_image,
     reference_processor,
@@ -91,15 +92,9 @@ def test_answers_about_an_image_like_transformers(
 ):
     asset = image_assets(key, strategy)
     for number, size in enumerate([(40, 70), (300, 21)]):
-        path = tmp_path / f"image{number}.png"
-        random_image(*size, seed=key + number).save(path)
-        image = random_image(*size, seed=key + number)
-        prompt = prompt_of(asset, "w5 w9 w17 w3"[: 12 - 3 * number], [image])
-        want, want_logits = transformers_greedy("qwen3_5", image_checkpoints[key], prompt, [image])
-        outcome = run_isolated(runtime_greedy, str(asset), prompt, 8, [str(path)], timeout=300)
-        assert outcome.ok, outcome.summary()
-        assert outcome.result["tokens"] == want
-        assert np.abs(np.array(outcome.result["logits"][0]) - want_logits).max() < 1e-4
+        image, path = random_image(*size, seed=key + number), tmp_path / f"{number}.png"
+        text = "w5 w9 w17 w3"[: 12 - 3 * number]
+        check_answer_about_image("qwen3_5", image_checkpoints[key], asset, image, path, text)
 
 
 def test_the_image_tokens_positions_in_space_matter(image_assets):
@@ -125,17 +120,12 @@ def test_the_mixture_of_experts_answers_about_an_image_like_transformers(tmp_pat
     checkpoint = make_tiny_checkpoint("qwen3_5_moe", tmp_path / "moe", images=True)
     asset = run_plan(plan_export(checkpoint, tmp_path / "moe.aimodel", capacity=128, chunk=4))
     assert "vision" in asset_components(asset)
-    path = tmp_path / "image.png"
-    random_image(300, 21, seed=1).save(path)
     image = random_image(300, 21, seed=1)
-    prompt = prompt_of(asset, "w5 w9 w17", [image])
-    want, want_logits = transformers_greedy("qwen3_5_moe", checkpoint, prompt, [image])
-    outcome = run_isolated(runtime_greedy, str(asset), prompt, 8, [str(path)], timeout=300)
-    assert outcome.ok, outcome.summary()
-    assert outcome.result["tokens"] == want
     # measured 1.6e-4 here (logits up to 5.8; 5e-5 with a shorter prompt): the experts'
     # float32 sums in another order than transformers'; the dense model stays within 1e-6
-    assert np.abs(np.array(outcome.result["logits"][0]) - want_logits).max() < 5e-4
+    check_answer_about_image(
+        "qwen3_5_moe", checkpoint, asset, image, tmp_path / "i.png", "w5 w9 w17", 5e-4
+    )
 
 
 def test_image_tokens_sets_the_budget_as_the_processor_would(image_checkpoints, tmp_path):
