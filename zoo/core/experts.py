@@ -32,19 +32,37 @@ from torch import nn
 FORMULATIONS = ("all", "chosen")  # `zoo export --experts`
 
 
+def top_k_ties_to_lowest(values: torch.Tensor, top_k: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The k largest of `values` along the last axis, largest first, equal values taken
+    lowest index first: the same choice on every platform. torch's and the runtime's topk
+    order exact ties each their own way (torch on CPU picks experts 6 and 5 of 8 equal
+    ones); a router with equal logits (all zero) would otherwise route differently here
+    and there. Each value's rank (how many come before it) is counted, and the k smallest
+    ranks taken, ranks being distinct."""
+    before = values[..., None, :] > values[..., :, None]  # [.., i, j]: j before i
+    count = values.shape[-1]
+    lower = torch.ones(count, count, dtype=torch.bool).tril(-1)  # j < i
+    ties = (values[..., None, :] == values[..., :, None]) & lower
+    rank = (before | ties).sum(-1)
+    _, indices = torch.topk(-rank.float(), top_k, dim=-1)
+    return torch.gather(values, -1, indices), indices
+
+
 def softmax_then_top_k(logits: torch.Tensor, top_k: int, renormalize: bool):
-    """Softmax over every expert (in fp32), then the k largest; renormalised to sum to one
-    if `renormalize` (Qwen3 MoE with `norm_topk_prob`, Mixtral)."""
+    """Softmax over every expert (in fp32), then the k largest (ties to the lowest index);
+    renormalised to sum to one if `renormalize` (Qwen3 MoE with `norm_topk_prob`,
+    Mixtral)."""
     probabilities = torch.softmax(logits.float(), dim=-1)
-    weights, indices = torch.topk(probabilities, top_k, dim=-1)
+    weights, indices = top_k_ties_to_lowest(probabilities, top_k)
     if renormalize:
         weights = weights / weights.sum(dim=-1, keepdim=True)
     return weights, indices
 
 
 def top_k_then_softmax(logits: torch.Tensor, top_k: int, renormalize: bool = True):
-    """The k largest logits, then a softmax over those (GPT-OSS)."""
-    chosen, indices = torch.topk(logits.float(), top_k, dim=-1)
+    """The k largest logits (ties to the lowest index), then a softmax over those
+    (GPT-OSS)."""
+    chosen, indices = top_k_ties_to_lowest(logits.float(), top_k)
     return torch.softmax(chosen, dim=-1), indices
 
 

@@ -69,3 +69,55 @@ def test_experts_published_one_by_one_are_compressed_stacked(checkpoints, tmp_pa
 
 def test_cli_export_and_generate(checkpoints, tmp_path):
     check_cli_export_and_generate("qwen3_moe", checkpoints["default"], tmp_path)
+
+
+def test_equal_router_logits_route_to_the_lowest_experts_everywhere(checkpoints, tmp_path):
+    """An all-zero router ties every expert. torch's CPU topk orders exact ties its own way
+    (experts 6 and 5 of 8 equal ones), the runtime's another; the zoo takes the lowest
+    indices, in torch and in the graph. With transformers' topk taking ties the same way,
+    the runtime decodes like it, both formulations."""
+    import numpy as np
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    from zoo.core.decode import export_model
+    from zoo.core.experts import top_k_ties_to_lowest
+    from zoo.core.generator import runtime_greedy
+    from zoo.core.isolate import run_isolated
+    from zoo.reference import greedy_reference_logits, reference_model
+
+    values, indices = top_k_ties_to_lowest(torch.tensor([[0.1, 0.3, 0.3, 0.2, 0.3]]), 3)
+    assert indices.tolist() == [[1, 2, 4]] and torch.allclose(values, torch.tensor(0.3))
+    checkpoint = tmp_path / "tied"
+    shutil.copytree(checkpoints["default"], checkpoint)
+    tensors = load_file(checkpoint / "model.safetensors")
+    for name in [n for n in tensors if n.endswith("mlp.gate.weight")]:
+        tensors[name] = torch.zeros_like(tensors[name])
+    save_file(tensors, checkpoint / "model.safetensors", metadata={"format": "pt"})
+    reference = reference_model("qwen3_moe", checkpoint)
+    original = torch.topk
+
+    def ties_to_lowest(x, k, dim=-1, largest=True, sorted=True):
+        torch.topk = original  # (top_k_ties_to_lowest calls it on distinct ranks)
+        try:
+            return torch.return_types.topk(top_k_ties_to_lowest(x, k))
+        finally:
+            torch.topk = ties_to_lowest
+
+    torch.topk = ties_to_lowest
+    try:
+        want, rows = greedy_reference_logits(reference, PROMPT)
+    finally:
+        torch.topk = original
+    for experts in ("all", "chosen"):
+        model = load_qwen3_moe(checkpoint, "runtime-index", 64)
+        asset = export_model(
+            model,
+            tmp_path / f"{experts}.aimodel",
+            chunk=CHUNK,
+            checkpoint=checkpoint,
+            experts=experts,
+        )
+        outcome = run_isolated(runtime_greedy, str(asset), PROMPT, timeout=300)
+        assert outcome.ok and outcome.result["tokens"] == want, (experts, outcome.summary())
+        assert np.abs(np.array(outcome.result["logits"]) - rows).max() < 1e-4
