@@ -31,13 +31,15 @@ def assets(checkpoints, tmp_path_factory) -> ExportedAssets:
     return exported_assets("gemma4", checkpoints, directory, CAPACITY, CHUNK)
 
 
-# the image tests' checkpoints: two seeds, and the 31B's image tokens that see each other
+# the image tests' checkpoints: two seeds, and the 31B's and 26B-A4B's designs
 image_checkpoints, image_assets = image_fixtures(
     "gemma4",
     {
         0: dict(variant="kv-sharing", seed=0),
         2: dict(variant="kv-sharing", seed=2),
         "31B": dict(variant="kv-sharing", seed=3, use_bidirectional_attention="vision"),
+        # 26B-A4B: experts beside each MLP, and image tokens that see each other
+        "26B-A4B": dict(variant="moe", seed=1, use_bidirectional_attention="vision"),
     },
     capacity=128,  # an image of the tiny processor is up to 70 soft tokens
     chunk=CHUNK,

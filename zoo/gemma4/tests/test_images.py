@@ -109,6 +109,16 @@ def test_image_tokens_that_see_each_other_read_like_transformers(
     assert np.abs(np.array(outcome.result["logits"][0]) - want_logits).max() < 1e-4
 
 
+def test_the_mixture_of_experts_reads_images_like_transformers(
+    image_checkpoints, image_assets, tmp_path
+):
+    """26B-A4B: experts beside each MLP, image tokens that attend to each other."""
+    asset = image_assets("26B-A4B", "runtime-index")
+    for number, size in enumerate([(40, 70), (300, 21)]):
+        image, path = random_image(*size, seed=3 + number), tmp_path / f"{number}.png"
+        check_answer_about_image("gemma4", image_checkpoints["26B-A4B"], asset, image, path, "w5")
+
+
 def test_the_image_changes_the_answer(image_assets, tmp_path):
     asset = image_assets(0, "runtime-index")
     answers = []
