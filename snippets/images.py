@@ -106,28 +106,41 @@ import json
 
 import torch
 
-from zoo.gemma4.vision import Gemma4Vision, VisionConfig
+from zoo.core.components import DEFAULT_IMAGE_TOKENS
+from zoo.gemma4 import vision as gemma4_vision
+from zoo.qwen3_5 import vision as qwen3_5_vision
 from zoo.released import released_configs
 
-released = released_configs("gemma4")  # name -> its config.json, as published
-size_table = []
-for name in ("gemma-4-E2B-it", "gemma-4-E4B-it", "gemma-4-31B-it"):
-    raw = json.loads(released[name].read_text())
-    width = raw["text_config"]["hidden_size"]
-    with torch.device("meta"):  # shapes only: nothing allocated
-        encoder = Gemma4Vision(VisionConfig.of(raw, width))
+
+def encoder_size(name: str, raw: dict, encoder) -> dict:
     values = sum(p.numel() for p in encoder.parameters())
-    size_table.append(
-        {
-            "checkpoint": name,
-            "encoder layers": encoder.config.num_hidden_layers,
-            "parameters": f"{values / 1e6:.0f} M",
-            "float32": f"{4 * values / 1e9:.2f} GB",
-            "patches an image (280 soft tokens)": encoder.config.patches,
-        }
-    )
+    return {
+        "checkpoint": name,
+        "parameters": f"{values / 1e6:.0f} M",
+        "float32": f"{4 * values / 1e9:.2f} GB",
+        "patches an image": encoder.config.patches,
+    }
+
+
+size_table = []
+with torch.device("meta"):  # shapes only: nothing allocated
+    for name, path in released_configs("gemma4").items():
+        raw = json.loads(path.read_text())
+        width = raw["text_config"]["hidden_size"]
+        config = gemma4_vision.VisionConfig.of(raw, width)  # 280 soft tokens
+        encoder = gemma4_vision.Gemma4Vision(config)
+        size_table.append(encoder_size(name, raw, encoder))
+    for family in ("qwen3_5", "qwen3_5_moe"):
+        for name, path in released_configs(family).items():
+            raw = json.loads(path.read_text())
+            budget = {"longest_edge": DEFAULT_IMAGE_TOKENS * 32 * 32}  # default
+            config = qwen3_5_vision.VisionConfig.of(raw, {"size": budget})
+            encoder = qwen3_5_vision.Qwen3_5Vision(config)
+            size_table.append(encoder_size(name, raw, encoder))
 for row in size_table:
     print(row)
 # --8<-- [end:sizes]
 # what the page says of them
-assert [r["parameters"] for r in size_table] == ["169 M", "169 M", "171 M"]
+sizes = {row["checkpoint"]: row["parameters"] for row in size_table}
+assert (sizes["gemma-4-E2B-it"], sizes["gemma-4-31B-it"]) == ("169 M", "171 M")
+assert (sizes["Qwen3.5-0.8B"], sizes["Qwen3.5-27B"]) == ("327 M", "344 M")
