@@ -133,7 +133,7 @@ with torch.device("meta"):  # shapes only: nothing allocated
     for family in ("qwen3_5", "qwen3_5_moe"):
         for name, path in released_configs(family).items():
             raw = json.loads(path.read_text())
-            budget = {"longest_edge": DEFAULT_IMAGE_TOKENS * 32 * 32}  # default
+            budget = {"longest_edge": DEFAULT_IMAGE_TOKENS * 32 * 32}
             config = qwen3_5_vision.VisionConfig.of(raw, {"size": budget})
             encoder = qwen3_5_vision.Qwen3_5Vision(config)
             size_table.append(encoder_size(name, raw, encoder))
