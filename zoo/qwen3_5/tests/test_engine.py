@@ -160,6 +160,8 @@ def test_generate_runs_a_bundle_and_the_runner_refuses_past_its_context(bundle):
             runner.feed(PROMPT[6:9])
         assert runner.position == 6  # nothing of the refused feed was run
         runner.feed(PROMPT[6:8])
+        with pytest.raises(ValueError, match="text only"):
+            runner.feed(PROMPT[:1], images=["photo.png"])
 
 
 @pytest.mark.parametrize(
