@@ -41,11 +41,8 @@ def plan_components(
         return ("decoder",), "the vision encoder left out (--text-only)", 0
     processor = vision.processor(checkpoint)
     if not processor.get("settings"):
-        return ("decoder",), (
-            "the vision encoder left out: the checkpoint has no preprocessor_config.json "
-            "(its image processor's settings)",
-            0,
-        )
+        why = "the checkpoint has no preprocessor_config.json (its image processor's settings)"
+        return ("decoder",), f"the vision encoder left out: {why}", 0
     if not processor.get("image_token"):
         return (
             ("decoder",),

@@ -10,6 +10,7 @@ the decoder's logits to 1e-4, the greedy answers on the runtime token for token.
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 
@@ -171,6 +172,11 @@ def test_the_plan_lists_the_components(image_checkpoints, tmp_path):
     assert "decoder + vision" in plan.describe()
     alone = plan_export(image_checkpoints[0], tmp_path / "a.aimodel", text_only=True)
     assert "the vision encoder left out (--text-only)" in alone.describe()
+    bare = tmp_path / "bare"  # a vision tower, no image processor's settings
+    shutil.copytree(image_checkpoints[0], bare)
+    (bare / "preprocessor_config.json").unlink()
+    plan = plan_export(bare, tmp_path / "a.aimodel")
+    assert plan.components == ("decoder",) and "no preprocessor_config.json" in plan.describe()
     with pytest.raises(ValueError, match="--text-only for the text decoder alone"):
         plan_export(image_checkpoints[0], tmp_path / "a.aimodel", layers_per_function=2)
 
