@@ -52,7 +52,7 @@ def plan_components(
     size = vision_bytes(checkpoint, vision.checkpoint_name)
     own, used = (
         vision.image_tokens(processor),
-        vision.image_tokens(image_processor(vision, checkpoint, image_tokens)),
+        vision.image_tokens(image_processor(vision, checkpoint, image_tokens, processor)),
     )
     budget = f"images up to {used} soft tokens" + (
         f" (its processor allows {own}: --image-tokens N)" if used != own else ""
@@ -127,10 +127,10 @@ def vision_entry_point(plan, text_width: int):
 DEFAULT_IMAGE_TOKENS = 1024
 
 
-def image_processor(vision, checkpoint: Path, tokens: int | None) -> dict:
+def image_processor(vision, checkpoint: Path, tokens: int | None, processor=None) -> dict:
     """The checkpoint's image processor with its budget: `tokens` soft tokens an image if
     given, else its own up to `DEFAULT_IMAGE_TOKENS`."""
-    processor = vision.processor(checkpoint)
+    processor = processor or vision.processor(checkpoint)  # (read once by the plan)
     own = vision.image_tokens(processor)
     if tokens is None and own <= DEFAULT_IMAGE_TOKENS:
         return processor
