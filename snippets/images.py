@@ -36,9 +36,7 @@ asset = run_plan(plan)
 import numpy as np
 from PIL import Image
 
-from zoo import Generator
-from zoo.core.media import image_prompt, vision_processor
-from zoo.core.text import load_tokenizer
+from zoo import Generator, asset_prompt
 
 rng = np.random.default_rng(0)
 picture = Image.fromarray(rng.integers(0, 256, (60, 90, 3), dtype=np.uint8))
@@ -47,9 +45,7 @@ picture.save("picture.png")
 with Generator(asset) as generator:
     # the image and the text in one user turn, through the asset's own chat
     # template; each image placeholder expanded to the image's soft tokens
-    processor = vision_processor(generator.asset.components, asset)
-    tokenizer = load_tokenizer(asset / "tokenizer.json")
-    prompt = image_prompt(tokenizer, asset, "w5 w9 w17", [picture], processor)
+    prompt = asset_prompt(generator.asset, "w5 w9 w17", images=[picture])
     tokens = generator.generate(
         prompt, max_new_tokens=8, stop_token_ids=[], images=[picture]
     )
@@ -95,9 +91,7 @@ qwen_asset = run_plan(
     )
 )
 with Generator(qwen_asset) as generator:
-    processor = vision_processor(generator.asset.components, qwen_asset)
-    tokenizer = load_tokenizer(qwen_asset / "tokenizer.json")
-    prompt = image_prompt(tokenizer, qwen_asset, "w5 w9", [picture], processor)
+    prompt = asset_prompt(generator.asset, "w5 w9", images=[picture])
     print(generator.generate(prompt, 8, stop_token_ids=[], images=[picture]))
 # --8<-- [end:qwen]
 
@@ -106,7 +100,7 @@ import json
 
 import torch
 
-from zoo.core.components import DEFAULT_IMAGE_TOKENS
+from zoo.core.components import ENCODERS
 from zoo.gemma4 import vision as gemma4_vision
 from zoo.qwen3_5 import vision as qwen3_5_vision
 from zoo.released import released_configs
@@ -133,7 +127,8 @@ with torch.device("meta"):  # shapes only: nothing allocated
     for family in ("qwen3_5", "qwen3_5_moe"):
         for name, path in released_configs(family).items():
             raw = json.loads(path.read_text())
-            budget = {"longest_edge": DEFAULT_IMAGE_TOKENS * 32 * 32}
+            tokens = ENCODERS["vision"].default_tokens  # 1024
+            budget = {"longest_edge": tokens * 32 * 32}
             config = qwen3_5_vision.VisionConfig.of(raw, {"size": budget})
             encoder = qwen3_5_vision.Qwen3_5Vision(config)
             size_table.append(encoder_size(name, raw, encoder))

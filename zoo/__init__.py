@@ -39,6 +39,7 @@ _PUBLIC = {
     "get_entry": "zoo.core.entry",
     "Generator": "zoo.core.generator",
     "GenerationRequest": "zoo.core.request",
+    "asset_prompt": "zoo.core.media",
     "DecodeSpec": "zoo.core.spec",
     "ContextFullError": "zoo.core.spec",
     # what the recipes use: a torch module exported as it is, the runtime, an asset opened

@@ -140,7 +140,7 @@ def list_entries() -> int:
                 f"zoo.{entry.name}",
                 entry.title,
                 ", ".join(t for t in entry.config.model_types() if t),
-                "text, images" if entry.vision is not None else "text",
+                entry.inputs,
                 sizes,
             )
         )

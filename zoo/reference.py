@@ -19,28 +19,60 @@ def make_tiny_checkpoint(
     seed: int = 0,
     multimodal: bool = False,
     images: bool = False,
+    audio: bool = False,
     **text,
 ) -> Path:
     """A random-weight checkpoint of `entry` (a `ModelEntry` or its name) written by
     transformers' `save_pretrained` (config.json, model.safetensors, tokenizer.json): the
     code that loads it loads a released one. `text` overrides fields of the tiny text
     config (e.g. `num_hidden_layers=8`). `images` (an entry that reads them): the multimodal
-    layout with the image processor's settings, image tokens and a chat template."""
+    layout with the image processor's settings, image tokens and a chat template; `audio`
+    (Gemma 4): an audio tower too, with the feature extractor's settings and audio tokens."""
     entry = _entry(entry)
     variant = variant or next(iter(entry.tiny.variants))
     if variant not in entry.tiny.variants:
         raise ValueError(f"no tiny {entry.title} variant {variant!r}: {list(entry.tiny.variants)}")
     config = {**entry.tiny.text, **entry.tiny.variants[variant], **text}
-    directory = write_tiny_checkpoint(entry, Path(directory), config, seed, multimodal or images)
+    if audio and not entry.tiny.audio:
+        raise ValueError(f"the {entry.title} entry hears no audio")
+    towers = (
+        {"audio_config": entry.tiny.audio["config"], **entry.tiny.audio["tokens"]} if audio else {}
+    )
+    directory = write_tiny_checkpoint(
+        entry, Path(directory), config, seed, multimodal or images or audio, towers
+    )
     if images:
         write_image_files(entry, directory)
+    if audio:
+        write_audio_files(entry, directory)
+    if images or audio:
+        vocab = json.loads((directory / "config.json").read_text())["text_config"]["vocab_size"]
+        specials = entry.tiny.images.get("specials", {}) | entry.tiny.audio.get("specials", {})
+        write_tokenizer(directory, vocab, specials)
+        template = entry.tiny.images.get("chat_template") or entry.tiny.audio["chat_template"]
+        (directory / "chat_template.jinja").write_text(template)
     return directory
+
+
+def write_audio_files(entry, directory: Path) -> None:
+    """What a checkpoint that hears audio ships beside its weights: processor_config.json
+    with the feature extractor's settings (written by transformers' own extractor) and the
+    token budget, as transformers 5 saves a processor."""
+    import transformers
+
+    name = entry.transformers_name
+    extractor = getattr(transformers, f"{name}AudioFeatureExtractor")
+    found = directory / "processor_config.json"
+    outer = json.loads(found.read_text()) if found.is_file() else {}
+    made = extractor(**entry.tiny.audio["feature_extractor"])
+    outer["feature_extractor"] = json.loads(made.to_json_string())  # as save_pretrained writes
+    outer["audio_seq_length"] = entry.tiny.audio["audio_seq_length"]
+    found.write_text(json.dumps(outer, indent=2))
 
 
 def write_image_files(entry, directory: Path) -> None:
     """What a checkpoint that reads images ships beside its weights: the image processor's
-    settings (written by transformers' own processor), a tokenizer with the image tokens,
-    a chat template that places them."""
+    settings (written by transformers' own processor)."""
     import importlib
 
     media = entry.tiny.images
@@ -53,9 +85,6 @@ def write_image_files(entry, directory: Path) -> None:
     )
     module, _, cls = where.rpartition(".")
     getattr(importlib.import_module(module), cls)(**media["processor"]).save_pretrained(directory)
-    vocab = json.loads((directory / "config.json").read_text())["text_config"]["vocab_size"]
-    write_tokenizer(directory, vocab, media["specials"])
-    (directory / "chat_template.jinja").write_text(media["chat_template"])
 
 
 def reference_model(entry, directory: str | Path):
@@ -134,9 +163,12 @@ def write_tokenizer(
     tokenizer.save(str(directory / "tokenizer.json"))
 
 
-def write_tiny_checkpoint(entry, directory: Path, text: dict, seed: int, multimodal: bool) -> Path:
-    """Build `entry`'s transformers model from the text config `text` with random weights
-    (seeded) and `save_pretrained` it, with a word-level tokenizer beside it."""
+def write_tiny_checkpoint(
+    entry, directory: Path, text: dict, seed: int, multimodal: bool, towers: dict | None = None
+) -> Path:
+    """Build `entry`'s transformers model from the text config `text` (and the other
+    `towers` beside the entry's own) with random weights (seeded) and `save_pretrained` it,
+    with a word-level tokenizer beside it."""
     import torch
     import transformers
 
@@ -144,7 +176,7 @@ def write_tiny_checkpoint(entry, directory: Path, text: dict, seed: int, multimo
     text_config = getattr(transformers, entry.text_config_class)
     if multimodal:
         config_class = getattr(transformers, f"{entry.transformers_name}Config")
-        config = config_class(text_config=text, **entry.tiny.towers)
+        config = config_class(text_config=text, **(entry.tiny.towers | (towers or {})))
         model = getattr(transformers, entry.multimodal_class)(config)
     else:
         model = transformers.AutoModelForCausalLM.from_config(

@@ -25,13 +25,9 @@ def asset_components(asset: str | Path) -> dict:
 
 def prompt_of(asset: str | Path, text: str, images: list) -> list[int]:
     """Prompt ids of `images` then `text` in one user turn of the asset's chat template."""
-    from zoo.core.media import image_prompt, vision_processor
-    from zoo.core.text import load_tokenizer
+    from zoo.core.media import asset_prompt
 
-    asset = Path(asset)
-    processor = vision_processor(asset_components(asset), asset)
-    tokenizer = load_tokenizer(asset / "tokenizer.json")
-    return image_prompt(tokenizer, asset, text, images, processor)
+    return asset_prompt(asset, text, images=images)
 
 
 def reference_processor(entry: str, checkpoint):

@@ -184,6 +184,14 @@ def add_generate_options(parser: argparse.ArgumentParser) -> None:
         "chat template; an asset with a vision component, docs/guides/multimodal.md)",
     )
     parser.add_argument(
+        "--audio",
+        type=Path,
+        action="append",
+        metavar="FILE",
+        help="a WAV clip (16 kHz PCM) in the user's turn, after the images (repeat for "
+        "several; an asset with an audio component: Gemma 4 E2B/E4B)",
+    )
+    parser.add_argument(
         "--max-new-tokens",
         type=whole_number(1),
         help="at most this many new tokens (default: as many as the context holds after "

@@ -125,13 +125,17 @@ def _generate_command(args, interruption: Interruption) -> int:
     spec = None if bundle else DecodeSpec.of_asset(asset)  # checked before loading
     path = tokenizer_path(asset or args.asset, args.tokenizer) if args.prompt is not None else None
     tokenizer = load_tokenizer(path) if path is not None else None
-    images = _images(args, asset)  # always through the chat template
-    if images:
-        from zoo.core.media import image_prompt, vision_processor
+    media = _media(args, asset)  # always through the chat template
+    if any(media.values()):
+        from zoo.core.media import component_processor, media_prompt
 
-        processor = vision_processor(asset.components, asset.path)
-        prompt_ids = image_prompt(
-            tokenizer, path.parent, args.prompt, images, processor, args.system
+        processors = {
+            name: component_processor(asset.components, asset.path, name)
+            for name, items in media.items()
+            if items
+        }
+        prompt_ids = media_prompt(
+            tokenizer, path.parent, args.prompt, media, processors, args.system
         )
     elif tokenizer is not None:
         prompt_ids = encode_prompt(tokenizer, path.parent, args.prompt, chat, args.system)
@@ -144,7 +148,8 @@ def _generate_command(args, interruption: Interruption) -> int:
         args.temperature,
         args.top_k,
         args.seed,
-        tuple(images),
+        tuple(media["vision"]),
+        tuple(media["audio"]),
     )
     if spec is not None:
         request = request.fitted(spec)  # refused here, before the model loads
@@ -163,20 +168,29 @@ def _generate_command(args, interruption: Interruption) -> int:
     return _generate(args, request, tokenizer, asset, interruption, draft)
 
 
-def _images(args, asset) -> list:
-    """`--image` files, read (a bad file refused by name), for an asset that reads them."""
-    if not args.image:
-        return []
-    from zoo.core.media import read_image, vision_processor
+def _media(args, asset) -> dict[str, list]:
+    """`--image` and `--audio` files, read (a bad file refused by name), for an asset that
+    reads them: component -> the inputs, in order."""
+    from zoo.core.audio import read_wav
+    from zoo.core.components import ENCODERS
+    from zoo.core.images import read_image
+    from zoo.core.media import component_processor
 
-    if asset is None or args.prompt is None or args.speculate:
-        what = "a bundle" if asset is None else "--prompt-ids" if args.prompt is None else ""
-        raise ValueError(
-            "--image goes with --prompt text on an asset of `zoo export`, without --speculate"
-            + (f" (not {what})" if what else "")
-        )
-    vision_processor(asset.components, asset.path)  # a text-only asset refused by name
-    return [read_image(path) for path in args.image]
+    given = {"vision": (args.image, read_image), "audio": (args.audio, read_wav)}
+    media = {name: [] for name in given}
+    for name, (paths, read) in given.items():
+        if not paths:
+            continue
+        option = ENCODERS[name].option
+        if asset is None or args.prompt is None or args.speculate:
+            what = "a bundle" if asset is None else "--prompt-ids" if args.prompt is None else ""
+            raise ValueError(
+                f"{option} goes with --prompt text on an asset of `zoo export`, without "
+                "--speculate" + (f" (not {what})" if what else "")
+            )
+        component_processor(asset.components, asset.path, name)  # refused by name if absent
+        media[name] = [read(path) for path in paths]
+    return media
 
 
 def _generate(args, request, tokenizer, asset, interruption: Interruption, draft=None) -> int:
@@ -205,8 +219,9 @@ def _generate(args, request, tokenizer, asset, interruption: Interruption, draft
                 runner.functions.load_all()  # every verify width too
             else:
                 runner.functions["prefill"]
-            if request.images:
-                runner.functions["vision"]
+            for name, items in (("vision", request.images), ("audio", request.audio)):
+                if items:
+                    runner.functions[name]
             if draft is not None:
                 drafter = Generator(draft, args.compute_unit)
                 drafter.functions.load_all()

@@ -236,15 +236,19 @@ def write_asset(
         ranges=[list(r) for r in plan.ranges] if plan.ranges else None,
     )
     components = {}
-    if "vision" in plan.components and part is None:  # before the decoder is compressed
-        from zoo.core.components import vision_entry_point
+    for name in plan.components[1:] if part is None else ():  # before the decoder compresses
+        from zoo.core.components import encoder_entry_point
+        from zoo.core.entry import get_entry
 
-        entry, component = components["vision"] = vision_entry_point(plan, model.config.hidden_size)
-        spec = replace(spec, soft_tokens=model.config.hidden_size)
-        if component["processor"].get("bidirectional"):  # image tokens see each other
-            spec = replace(spec, media_chunk=entry.module.config.max_soft_tokens)
-        if component["processor"].get("mrope_section"):  # images placed by three axes
-            spec = replace(spec, mrope_section=component["processor"]["mrope_section"])
+        width = model.config.hidden_size
+        entry, component = components[name] = encoder_entry_point(plan, name, width)
+        spec = replace(spec, soft_tokens=width)
+        processor = component["processor"]
+        if processor.get("bidirectional"):  # image tokens see each other
+            tokens = get_entry(plan.entry).encoders[name].tokens(processor)
+            spec = replace(spec, media_chunk=tokens)
+        if processor.get("mrope_section"):  # images placed by three axes
+            spec = replace(spec, mrope_section=processor["mrope_section"])
     model = preset.apply(model)
     if plan.encoding != "coreai-opt":  # the same codes, expanded by ordinary ops
         from zoo.core.encoding import encode_plain

@@ -358,10 +358,10 @@ class EngineRunner(Generator):
         self.position = end
         return outputs
 
-    def feed(self, ids: Sequence[int], images: Sequence = ()) -> np.ndarray:
+    def feed(self, ids: Sequence[int], images: Sequence = (), audio: Sequence = ()) -> np.ndarray:
         """Append tokens to the context; returns the logits `[vocab]` after the last one."""
-        if images:
-            raise ValueError("a bundle for Apple's engine reads text only: no images")
+        if images or audio:
+            raise ValueError("a bundle for Apple's engine reads text only: no images or audio")
         ids = self._fitting(ids, self.context, "run with a larger context")
         whole = (len(ids) - 1) // self.chunk * self.chunk
         for start in range(0, whole, self.chunk):

@@ -29,6 +29,9 @@ from zoo.core.weights import build_and_load, check_expert_count, find_tensor, st
 TEXT_PREFIXES = ("model.language_model.", "language_model.model.", "model.")
 
 
+INPUTS = {"vision": "images", "audio": "audio"}  # what an encoder component reads
+
+
 @dataclass(frozen=True)
 class TinyCheckpoint:
     """How the tests build a random-weight checkpoint of an entry with transformers: the
@@ -43,6 +46,9 @@ class TinyCheckpoint:
     # a checkpoint that reads images (`make_tiny_checkpoint(images=True)`): the image
     # processor's settings, the special tokens (id -> text) and a chat template
     images: dict = field(default_factory=dict)
+    # one that hears audio (`audio=True`): the audio tower's config, its token ids, the
+    # feature extractor's settings, the token budget, the special tokens
+    audio: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -58,12 +64,17 @@ class ModelEntry:
     tiny: TinyCheckpoint
     text_only: bool = False
     towers: tuple[str, ...] = ()  # checkpoint names (after the prefix) of other modalities
-    # the module that reads its vision encoder, if it does (zoo.core.components)
-    vision: object = None
+    # component -> the module that reads that encoder ("vision", "audio"; zoo.core.components)
+    encoders: dict = field(default_factory=dict)
     # the load option that keeps lookup tables out of the graph (`--sidecar`), if any
     sidecar_option: str | None = None
     # our names a checkpoint may carry that the decoder does not use (beyond a tied head)
     unused_weights: Callable[[object], list[str]] = lambda config: []
+
+    @property
+    def inputs(self) -> str:
+        """What the entry's models read: text, and what each encoder reads."""
+        return ", ".join(["text", *(INPUTS[name] for name in self.encoders)])
 
     # -- checkpoints -------------------------------------------------------------------
     def checkpoint_name(self, key: str) -> str | None:

@@ -1,5 +1,6 @@
-"""Reading the files a user hands the zoo (config.json, metadata.json): one line naming the
-file when it is missing or malformed. No torch: the host loop reads assets with it."""
+"""Reading the files a user hands the zoo (config.json, metadata.json, images, audio): one
+line naming the file when it is missing or malformed. No torch: the host loop reads assets
+with it."""
 
 from __future__ import annotations
 
@@ -10,6 +11,11 @@ from pathlib import Path
 
 class UnsupportedConfig(ValueError):
     """The checkpoint asks for something this zoo entry does not implement (named)."""
+
+
+class MediaError(ValueError):
+    """An image or audio clip that cannot be read or prepared (`zoo.core.media`); the
+    message says which and why."""
 
 
 def read_json(path: str | Path, what: str = "") -> dict:

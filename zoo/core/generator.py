@@ -74,7 +74,8 @@ class Generator:
                     *["prefill_media"] * bool(self.spec.media_chunk),
                 )
             }
-            | ({"vision": ["vision"]} if "vision" in self.asset.components else {}),
+            # each encoder component's one function (zoo.core.components)
+            | {name: [name] for name in self.asset.components if name != "decoder"},
         )
         # prefill over the first `span` columns of the caches (DecodeSpec.spans)
         self.spanned = _Loaded(
@@ -94,7 +95,7 @@ class Generator:
         for function in self.functions["decode"]:
             self.states.update(function.new_states())
         self.position = 0
-        self.soft: dict[int, np.ndarray] = {}  # position -> an image's soft token there
+        self.soft: dict[int, np.ndarray] = {}  # position -> an encoder's soft token there
         # multimodal RoPE (DecodeSpec.mrope_section): position -> its (t, h, w) where images
         # placed it, and the shift of every later position
         self.rope: dict[int, tuple[int, int, int]] = {}
@@ -113,16 +114,17 @@ class Generator:
             )
         return ids
 
-    def feed(self, ids: Sequence[int], images: Sequence = ()) -> np.ndarray:
+    def feed(self, ids: Sequence[int], images: Sequence = (), audio: Sequence = ()) -> np.ndarray:
         """Append tokens to the context; returns the logits after the last one. Whole chunks
         go through prefill (pipelined over layer ranges), the rest one token at a time.
-        `images` (paths or PIL images, an asset with a vision component): their soft tokens
-        replace the ids' image tokens, in order (`zoo.core.media.expand_image_tokens`)."""
+        `images` (paths or PIL images; an asset with a vision component) and `audio` (WAV
+        paths or (samples, rate); an audio component): their soft tokens replace the ids'
+        placeholder tokens of their kind, in order (`zoo.core.media.asset_prompt`)."""
         ids = self._fitting(ids, self.spec.capacity, "export with a larger --capacity")
-        if images:  # soft tokens (and RoPE positions) at the ids' image tokens
-            from zoo.core.media import place_images
+        if images or audio:  # soft tokens (and RoPE positions) at the placeholders
+            from zoo.core.media import place_media
 
-            place_images(self, ids, images)
+            place_media(self, ids, {"vision": images, "audio": audio})
         self.ran = []
         if self.spec.media_chunk and images:  # each image's tokens in one call of their own
             from zoo.core.media import feed_around_images
@@ -160,7 +162,11 @@ class Generator:
         if "soft_tokens" in function.inputs:  # an asset that reads images: pad ids there
             from zoo.core.media import soft_inputs
 
-            pad = self.asset.components["vision"]["processor"]["pad_token_id"]
+            pad = next(
+                part["processor"]["pad_token_id"]
+                for part in self.asset.components.values()
+                if "processor" in part
+            )
             soft = soft_inputs(self, position, len(piece))
             ids_array = np.where(soft["soft_mask"][..., 0] > 0, pad, ids_array).astype(np.int32)
         inputs = {
@@ -177,13 +183,14 @@ class Generator:
             if name in function.inputs
         }
 
-    def encode_images(self, images: Sequence) -> list[np.ndarray]:
-        """Each image (a file path or a PIL image) through the asset's vision encoder: its
-        soft tokens `[n, width]`, prepared as the checkpoint's processor prepares it."""
-        from zoo.core.media import encode_images, vision_processor
+    def encode(self, name: str, items: Sequence) -> list[np.ndarray]:
+        """Each input through the asset's encoder component `name` ("vision": file paths or
+        PIL images; "audio": WAV paths or (samples, rate)): its soft tokens `[n, width]`,
+        prepared as the checkpoint's processor prepares it."""
+        from zoo.core.media import component_processor, encode
 
-        processor = vision_processor(self.asset.components, self.asset.path)
-        return [soft for soft, _ in encode_images(self.functions["vision"][0], images, processor)]
+        processor = component_processor(self.asset.components, self.asset.path, name)
+        return [soft for soft, _ in encode(self.functions[name][0], items, processor)]
 
     def _start(self, function, piece: list[int], position: int, carried=None, span=None):
         states = {name: self.states[name] for name in function.state_names}
@@ -285,6 +292,7 @@ class Generator:
         seed: int | None = None,
         on_token: Callable[[int], None] | None = None,
         images: Sequence = (),
+        audio: Sequence = (),
     ) -> list[int]:
         """Greedy (or seeded sampled) continuation of `prompt_ids`, from a fresh context:
         the options of a `GenerationRequest`, checked before anything runs.
@@ -301,6 +309,7 @@ class Generator:
             top_k,
             seed,
             tuple(images),
+            tuple(audio),
         )
         return self.run(request, on_token)
 
@@ -312,7 +321,7 @@ class Generator:
         stops = set(request.stop_token_ids)
         rng = np.random.default_rng(request.seed)
         self.reset()
-        logits = self.feed(request.prompt_ids, request.images)
+        logits = self.feed(request.prompt_ids, request.images, request.audio)
         new: list[int] = []
         while len(new) < request.max_new_tokens:
             token = sample(logits, request.temperature, request.top_k, rng)
@@ -343,11 +352,11 @@ def greedy_on_runtime(asset: str, prompt: list[int], new_tokens: int = 8) -> lis
     return runtime_greedy(asset, prompt, new_tokens)["tokens"]
 
 
-def runtime_greedy(asset: str, prompt: list[int], new_tokens: int = 8, images=()) -> dict:
+def runtime_greedy(asset: str, prompt: list[int], new_tokens: int = 8, images=(), audio=()) -> dict:
     """Greedy tokens and the logits each was chosen from, on the Core AI runtime (run it
-    with `run_isolated`); `images` (file paths) for the prompt's image tokens."""
+    with `run_isolated`); `images` and `audio` (file paths) for the prompt's placeholders."""
     with Generator(asset) as generator:
-        logits = generator.feed(prompt, images)
+        logits = generator.feed(prompt, images, audio)
         tokens, rows = [], []
         for _ in range(new_tokens):
             rows.append(logits.tolist())

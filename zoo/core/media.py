@@ -1,199 +1,69 @@
-"""Images on the host, without torch: a file read, prepared as the checkpoint's own image
-processor prepares it, and its placeholder tokens put in the prompt where the processor puts
-them.
+"""Images and audio on the host, without torch: a file read, prepared as the checkpoint's
+own processor prepares it, its soft tokens computed by the asset's encoder, and its
+placeholder tokens put in the prompt where the processor puts them.
 
-An asset with a vision component carries what its processor needs (metadata.json's
-`components.vision.processor`: the settings of the checkpoint's preprocessor_config.json,
-the processor's kind, the image tokens), so it answers with the checkpoint folder gone.
-Each kind below is the PIL path of transformers 5.23's processor re-written with numpy
-(`Gemma4ImageProcessorPil`); the tests hold each to the original on random images.
+An asset with an encoder component carries what its processor needs (metadata.json's
+`components.NAME.processor`: the settings of the checkpoint's processor, the processor's
+kind, the placeholder tokens), so it answers with the checkpoint folder gone. Each image
+kind below is the PIL path of transformers 5.23's processor re-written with numpy
+(`Gemma4ImageProcessorPil`, `Qwen2VLImageProcessorPil`), audio is `zoo.core.audio`; the
+tests hold each to the original.
 """
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 import numpy as np
 
-# transformers' PILImageResampling numbers -> PIL's own
-RESAMPLE = {0: "NEAREST", 1: "LANCZOS", 2: "BILINEAR", 3: "BICUBIC", 4: "BOX", 5: "HAMMING"}
+from zoo.core.files import MediaError
 
 
-class MediaError(ValueError):
-    """An image that cannot be read or prepared; the message says which and why."""
+def _gemma4_image(image, processor: dict) -> dict:
+    from zoo.core.images import gemma4_patches
+
+    return gemma4_patches(_image(image), processor["settings"])
 
 
-def read_image(path: str | Path):
-    """An image file as an RGB PIL image, or a `MediaError` naming the file."""
-    from PIL import Image, UnidentifiedImageError
+def _qwen_image(image, processor: dict) -> dict:
+    from zoo.core.images import qwen_patches
 
-    path = Path(path)
-    if not path.is_file():
-        what = "is a directory" if path.is_dir() else "no such file"
-        raise MediaError(f"--image {path}: {what}; pass an image file (PNG, JPEG, ...)")
-    try:
-        with Image.open(path) as image:
-            image.load()
-            return image.convert("RGB")
-    except (UnidentifiedImageError, OSError, ValueError) as error:
-        raise MediaError(f"--image {path}: not an image PIL can read ({error})") from None
+    settings = processor["settings"] | {"position_table": processor["position_table"]}
+    return qwen_patches(_image(image), settings)
 
 
-def gemma4_size(height: int, width: int, settings: dict) -> tuple[int, int]:
-    """Gemma 4's resize: the largest size that keeps the aspect ratio, holds at most
-    `max_soft_tokens * k^2` patches and whose sides are multiples of `k * patch_size`."""
-    patch, k = settings["patch_size"], settings["pooling_kernel_size"]
-    max_patches = settings["max_soft_tokens"] * k * k
-    factor = math.sqrt(max_patches * patch * patch / (height * width))
-    side = k * patch
-    target_height = int(math.floor(factor * height / side)) * side
-    target_width = int(math.floor(factor * width / side)) * side
-    if target_height == 0 and target_width == 0:
-        raise MediaError(f"a {width}x{height} image is too thin to cut into {side}-pixel blocks")
-    longest = (max_patches // (k * k)) * side
-    if target_height == 0:
-        target_height, target_width = side, min(width // height * side, longest)
-    elif target_width == 0:
-        target_width, target_height = side, min(height // width * side, longest)
-    return target_height, target_width
+def _gemma4_audio(clip, processor: dict) -> dict:
+    from zoo.core.audio import gemma4_audio_features, read_wav
+
+    samples, rate = read_wav(clip) if isinstance(clip, (str, Path)) else clip
+    return gemma4_audio_features(samples, rate, processor)
 
 
-def gemma4_patches(image, settings: dict) -> dict[str, np.ndarray | int]:
-    """`pixel_values` `[1, P, 3 p^2]` (float32, rescaled), `pixel_position_ids` `[1, P, 2]`
-    (x, y; -1 for padding) and `soft_tokens` (how many the image becomes), as
-    `Gemma4ImageProcessorPil` computes them."""
-    from PIL import Image
+def _image(image):
+    from zoo.core.images import read_image
 
-    patch, k = settings["patch_size"], settings["pooling_kernel_size"]
-    max_patches = settings["max_soft_tokens"] * k * k
-    height, width = gemma4_size(image.height, image.width, settings)
-    if (height, width) != (image.height, image.width):
-        resample = getattr(Image.Resampling, RESAMPLE[settings.get("resample", 3)])
-        image = image.resize((width, height), resample=resample)
-    pixels = np.asarray(image, dtype=np.uint8).transpose(2, 0, 1)  # channels first
-    if settings.get("do_rescale", True):
-        scale = settings.get("rescale_factor", 1 / 255)  # in float64, as transformers does
-        pixels = (pixels.astype(np.float64) * scale).astype(np.float32)
-    rows, columns = height // patch, width // patch
-    patches = pixels.reshape(3, rows, patch, columns, patch).transpose(1, 3, 2, 4, 0)
-    patches = patches.reshape(rows * columns, -1)
-    x, y = np.meshgrid(np.arange(columns), np.arange(rows), indexing="xy")
-    positions = np.stack([x, y], axis=-1).reshape(-1, 2)
-    padded = np.zeros((max_patches, patches.shape[1]), np.float32)
-    padded[: len(patches)] = patches
-    where = np.full((max_patches, 2), -1, np.int32)
-    where[: len(positions)] = positions
-    return {
-        "pixel_values": padded[None],
-        "pixel_position_ids": where[None],
-        "soft_tokens": len(patches) // (k * k),
-    }
+    return read_image(image) if isinstance(image, (str, Path)) else image
 
 
-def qwen_size(height: int, width: int, settings: dict) -> tuple[int, int]:
-    """Qwen's `smart_resize`: sides rounded to a multiple of `patch_size * merge_size`, the
-    pixels within the processor's `size` (shortest_edge .. longest_edge, in pixels)."""
-    factor = settings["patch_size"] * settings["merge_size"]
-    least, most = settings["size"]["shortest_edge"], settings["size"]["longest_edge"]
-    if max(height, width) / min(height, width) > 200:
-        raise MediaError(f"a {width}x{height} image is more than 200 times as long as wide")
-    h, w = round(height / factor) * factor, round(width / factor) * factor
-    if h * w > most:
-        beta = math.sqrt(height * width / most)
-        h = max(factor, math.floor(height / beta / factor) * factor)
-        w = max(factor, math.floor(width / beta / factor) * factor)
-    elif h * w < least:
-        beta = math.sqrt(least / (height * width))
-        h, w = math.ceil(height * beta / factor) * factor, math.ceil(width * beta / factor) * factor
-    return h, w
+# an asset's `processor.kind` -> how one input (a path, or what its reader gives: a PIL
+# image; audio samples and their rate) becomes its encoder's inputs and soft-token count
+PREPARE = {"gemma4": _gemma4_image, "qwen3_5": _qwen_image, "gemma4_audio": _gemma4_audio}
 
 
-def qwen_patches(image, settings: dict) -> dict[str, np.ndarray | int]:
-    """`pixel_values` `[P, C T p p]` (normalized, each patch repeated over time, 2 x 2
-    blocks consecutive), the position table's resampling (`taps`, `tap_weights` `[P, 4]`),
-    each patch's `rows_columns` `[P, 2]` (-1 for padding), the `grid` (t, h, w) and
-    `soft_tokens`, as `Qwen2VLImageProcessorPil` and transformers' vision helpers compute
-    them."""
-    from PIL import Image
-
-    patch, merge, frames = (
-        settings["patch_size"],
-        settings["merge_size"],
-        settings["temporal_patch_size"],
-    )
-    height, width = qwen_size(image.height, image.width, settings)
-    if (height, width) != (image.height, image.width):
-        resample = getattr(Image.Resampling, RESAMPLE[settings.get("resample", 3)])
-        image = image.resize((width, height), resample=resample)
-    pixels = np.asarray(image, dtype=np.uint8).transpose(2, 0, 1).astype(np.float64)
-    pixels = (pixels * settings.get("rescale_factor", 1 / 255)).astype(np.float32)
-    if settings.get("do_normalize", True):
-        mean = np.array(settings["image_mean"], np.float32)[:, None, None]
-        std = np.array(settings["image_std"], np.float32)[:, None, None]
-        pixels = (pixels - mean) / std
-    rows, columns = height // patch, width // patch
-    blocks = pixels.reshape(3, rows // merge, merge, patch, columns // merge, merge, patch)
-    blocks = blocks.transpose(1, 4, 2, 5, 0, 3, 6)  # block row, block column, in row, in col
-    blocks = np.broadcast_to(blocks[:, :, :, :, :, None], (*blocks.shape[:5], frames, patch, patch))
-    flat = blocks.reshape(rows * columns, -1)
-    budget = settings["size"]["longest_edge"] // (patch * merge) ** 2 * merge * merge
-    n = rows * columns
-    where = np.arange(n)  # each patch's (row, column), in the blocks' order
-    in_column, in_row = where % merge, (where // merge) % merge
-    block_column = (where // (merge * merge)) % (columns // merge)
-    block_row = where // (merge * merge * (columns // merge))
-    row, column = block_row * merge + in_row, block_column * merge + in_column
-    side = int(settings["position_table"] ** 0.5)
-    row_taps, row_weights = _bilinear_taps(row, rows, side)
-    column_taps, column_weights = _bilinear_taps(column, columns, side)
-    taps = (row_taps[:, :, None] * side + column_taps[:, None, :]).reshape(n, 4)
-    tap_weights = (row_weights[:, :, None] * column_weights[:, None, :]).reshape(n, 4)
-    out = {
-        "pixel_values": np.zeros((budget, flat.shape[1]), np.float32),
-        "taps": np.zeros((budget, 4), np.int32),
-        "tap_weights": np.zeros((budget, 4), np.float32),
-        "rows_columns": np.full((budget, 2), -1, np.int32),
-    }
-    out["pixel_values"][:n], out["taps"][:n], out["tap_weights"][:n] = flat, taps, tap_weights
-    out["rows_columns"][:n] = np.stack([row, column], axis=-1)
-    return out | {"grid": (1, rows, columns), "soft_tokens": n // (merge * merge)}
+def prepare(item, processor: dict) -> dict[str, np.ndarray | int]:
+    """One input as its encoder function's inputs and its soft-token count, by the asset's
+    `processor` (metadata.json's `components.NAME.processor`)."""
+    return PREPARE[processor["kind"]](item, processor)
 
 
-def _bilinear_taps(index: np.ndarray, size: int, side: int) -> tuple[np.ndarray, np.ndarray]:
-    """The two taps into a `side`-long table and their weights for positions `index` of an
-    axis `size` long (bilinear, corners aligned), in float32 as transformers computes them."""
-    source = index.astype(np.float32) * np.float32(side - 1) / np.float32(max(size - 1, 1))
-    floor = np.floor(source)
-    offsets = np.arange(2)
-    taps = np.clip(floor.astype(np.int64)[:, None] + offsets, 0, side - 1)
-    distance = np.abs(source[:, None] - floor[:, None] - offsets).astype(np.float32)
-    return taps, np.clip(1 - distance, 0, None).astype(np.float32)
-
-
-# an asset's `processor.kind` -> how its images are prepared
-IMAGE_PROCESSORS = {"gemma4": gemma4_patches, "qwen3_5": qwen_patches}
-
-
-def prepare_image(image, processor: dict) -> dict[str, np.ndarray | int]:
-    """An image (a path or a PIL image) as the vision function's inputs and its soft-token
-    count, by the asset's `processor` (metadata.json's `components.vision.processor`)."""
-    if isinstance(image, (str, Path)):
-        image = read_image(image)
-    settings = processor["settings"] | {
-        k: processor[k] for k in ("position_table",) if k in processor
-    }
-    return IMAGE_PROCESSORS[processor["kind"]](image, settings)
-
-
-def expand_image_tokens(text: str, counts: list[int], processor: dict) -> str:
-    """The rendered prompt with each image placeholder replaced as the processor replaces
-    it: begin-of-image, `count` image tokens, end-of-image."""
-    token = processor["image_token"]
+def expand_placeholders(text: str, counts: list[int], processor: dict) -> str:
+    """The rendered prompt with each placeholder of the processor's kind replaced as the
+    processor replaces it: its begin token, `count` placeholder tokens, its end token."""
+    token = processor["token"]
     found = text.count(token)
     if found != len(counts):
         raise MediaError(
-            f"the prompt holds {found} image placeholder(s) {token!r} for {len(counts)} image(s)"
+            f"the prompt holds {found} placeholder(s) {token!r} for {len(counts)} input(s)"
         )
     pieces = text.split(token)
     out = [pieces[0]]
@@ -202,71 +72,108 @@ def expand_image_tokens(text: str, counts: list[int], processor: dict) -> str:
     return "".join(out)
 
 
-def vision_processor(components: dict, path) -> dict:
-    """An asset's image processor (`components.vision.processor`), or a refusal naming the
-    asset: a model without a vision component takes no images."""
-    vision = components.get("vision")
-    if not vision:
+def component_processor(components: dict, path, name: str) -> dict:
+    """An asset's processor of encoder component `name` (`components.NAME.processor`), or
+    a refusal naming the asset: a model without that component takes no such input."""
+    from zoo.core.components import ENCODERS
+
+    if not components.get(name):
+        kind = ENCODERS[name]
         raise MediaError(
-            f"{path} has no vision component: it takes no images (export a checkpoint with a "
-            "vision encoder, without --text-only)"
+            f"{path} has no {name} component: it takes no {kind.noun}s ({kind.option}); export "
+            f"a checkpoint with a {name} encoder, without --text-only"
         )
-    return vision["processor"]
+    return components[name]["processor"]
 
 
 def soft_token_rows(prompt_ids, features: list[np.ndarray], processor: dict) -> dict:
-    """Position in the prompt -> the soft token that replaces it: the images' soft tokens,
-    in order, at the prompt's image tokens (where the processor put them)."""
-    where = [i for i, token in enumerate(prompt_ids) if token == processor["image_token_id"]]
-    rows = [row for image in features for row in image]
+    """Position in the prompt -> the soft token that replaces it: the inputs' soft tokens,
+    in order, at the prompt's placeholder tokens of their kind (where the processor put
+    them)."""
+    where = [i for i, token in enumerate(prompt_ids) if token == processor["token_id"]]
+    rows = [row for item in features for row in item]
     if len(where) != len(rows):
         raise MediaError(
-            f"the prompt holds {len(where)} image tokens and the images make {len(rows)} soft "
-            "tokens: build the prompt with zoo.core.media.expand_image_tokens"
+            f"the prompt holds {len(where)} placeholder tokens and the inputs make {len(rows)} "
+            "soft tokens: build the prompt with zoo.core.media.media_prompt"
         )
     return dict(zip(where, rows, strict=True))
 
 
-def image_prompt(
-    tokenizer, directory: Path, text: str, images: list, processor: dict, system: str | None = None
+# content items of the chat template, in the order a user turn holds them
+CONTENT = {"vision": "image", "audio": "audio"}
+
+
+def media_prompt(
+    tokenizer, directory: Path, text: str, media: dict, processors: dict, system=None
 ) -> list[int]:
-    """Prompt ids of `images` then `text` in one user turn through the chat template of
-    `directory` (an asset carries its checkpoint's), each image placeholder expanded as
-    the processor expands it: what `processor.apply_chat_template(messages,
-    add_generation_prompt=True, tokenize=True)` gives with the images."""
+    """Prompt ids of the `media` (component -> its inputs: images, then audio clips) then
+    `text` in one user turn through the chat template of `directory` (an asset carries its
+    checkpoint's), each placeholder expanded as the processor expands it: what
+    `processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)`
+    gives with them."""
     from zoo.core.text import chat_prompt
 
-    counts = [prepare_image(image, processor)["soft_tokens"] for image in images]
-    rendered = chat_prompt(directory, text, system, images=len(images))
-    expanded = expand_image_tokens(rendered, counts, processor)
-    return tokenizer.encode(expanded, add_special_tokens=False).ids
+    media = {name: items for name, items in media.items() if items}
+    items = [CONTENT[name] for name in CONTENT for _ in media.get(name, ())]
+    rendered = chat_prompt(directory, text, system, media=items)
+    for name, inputs in media.items():
+        counts = [prepare(item, processors[name])["soft_tokens"] for item in inputs]
+        rendered = expand_placeholders(rendered, counts, processors[name])
+    return tokenizer.encode(rendered, add_special_tokens=False).ids
 
 
-def encode_images(vision, images, processor: dict) -> list[tuple[np.ndarray, tuple]]:
-    """Each image's soft tokens `[n, width]` from an asset's `vision` function, and its
-    grid (t, h, w in patches; Gemma 4's: none)."""
+def asset_prompt(asset, text: str, images=(), audio=(), system=None) -> list[int]:
+    """`media_prompt` for an asset (an `OpenedAsset` or its path): its tokenizer, template
+    and processors."""
+    from zoo.core.asset import open_asset
+    from zoo.core.text import load_tokenizer
+
+    asset = open_asset(asset) if isinstance(asset, (str, Path)) else asset
+    media = {"vision": list(images), "audio": list(audio)}
+    processors = {
+        name: component_processor(asset.components, asset.path, name)
+        for name, items in media.items()
+        if items
+    }
+    tokenizer = load_tokenizer(asset.path / "tokenizer.json")
+    return media_prompt(tokenizer, asset.path, text, media, processors, system)
+
+
+def encode(function, items, processor: dict) -> list[tuple[np.ndarray, tuple]]:
+    """Each input's soft tokens `[n, width]` from its encoder `function`, and its grid
+    (t, h, w in patches: Qwen3.5's images; None otherwise)."""
     out = []
-    for image in images:
-        prepared = prepare_image(image, processor)
-        inputs = {name: prepared[name] for name in vision.input_names}
-        soft = vision(inputs)["soft_tokens"][0, : prepared["soft_tokens"]]
+    for item in items:
+        prepared = prepare(item, processor)
+        inputs = {name: prepared[name] for name in function.input_names}
+        soft = function(inputs)["soft_tokens"][0, : prepared["soft_tokens"]]
         out.append((soft, prepared.get("grid")))
     return out
 
 
-def place_images(generator, ids: list[int], images) -> None:
-    """Before `Generator.feed(ids, images)`: each image's soft tokens at the ids' image
-    tokens, in order, and with multimodal RoPE (Qwen3.5) each token's three positions:
-    transformers' `get_rope_index` from where the context stands."""
-    processor = vision_processor(generator.asset.components, generator.asset.path)
-    encoded = encode_images(generator.functions["vision"][0], images, processor)
-    rows = soft_token_rows(ids, [soft for soft, _ in encoded], processor)
+def place_media(generator, ids: list[int], media: dict) -> None:
+    """Before `Generator.feed(ids, ...)`: each input's soft tokens (`media`: component ->
+    its inputs) at the ids' placeholder tokens of its kind, in order, and with multimodal
+    RoPE (Qwen3.5's images) each token's three positions: transformers' `get_rope_index`
+    from where the context stands."""
     start = generator.position
-    generator.soft.update({start + i: row for i, row in rows.items()})
-    if not generator.spec.mrope_section:
-        return
-    merge = processor["settings"]["merge_size"]
-    grids = iter(grid for _, grid in encoded)
+    for name, items in media.items():
+        if not items:
+            continue
+        processor = component_processor(generator.asset.components, generator.asset.path, name)
+        encoded = encode(generator.functions[name][0], items, processor)
+        rows = soft_token_rows(ids, [soft for soft, _ in encoded], processor)
+        generator.soft.update({start + i: row for i, row in rows.items()})
+        if name == "vision" and generator.spec.mrope_section:
+            grids = [grid for _, grid in encoded]
+            place_rope(generator, ids, rows, grids, processor["settings"]["merge_size"])
+
+
+def place_rope(generator, ids: list[int], rows: dict, grids: list, merge: int) -> None:
+    """Multimodal RoPE positions (t, h, w) for `ids` fed next: text tokens on the diagonal,
+    an image's tokens at (p, p + row, p + column), later text shifted past the image."""
+    start, grids = generator.position, iter(grids)
     current = start + generator.rope_shift  # the next text token's position
     i = 0
     while i < len(ids):
@@ -306,7 +213,7 @@ def feed_around_images(generator, ids: list[int]) -> np.ndarray:
     itself within the window (transformers' overlay: AND(window, OR(causal, same image))). The
     padding writes cache columns past the run that the text after it writes again."""
     start, logits = 0, None
-    runs = image_runs(ids, generator.position, generator.soft)
+    runs = image_runs(ids, generator.asset.components["vision"]["processor"]["token_id"])
     if runs and runs[-1][1] == len(ids):  # the processor always closes an image
         raise MediaError("the prompt ends inside an image's tokens: close it (end of image)")
     for first, stop in runs:
@@ -319,11 +226,11 @@ def feed_around_images(generator, ids: list[int]) -> np.ndarray:
     return logits
 
 
-def image_runs(ids: list[int], position: int, soft: dict) -> list[tuple[int, int]]:
-    """[first, stop) of each run of consecutive image tokens in `ids` (fed at `position`)."""
+def image_runs(ids: list[int], image_token: int) -> list[tuple[int, int]]:
+    """[first, stop) of each run of consecutive image tokens in `ids`."""
     runs: list[tuple[int, int]] = []
     for i in range(len(ids)):
-        if position + i in soft:
+        if ids[i] == image_token:
             if runs and runs[-1][1] == i:
                 runs[-1] = (runs[-1][0], i + 1)
             else:

@@ -133,8 +133,8 @@ EXPORT_OPTIONS: tuple[ExportOption, ...] = (
     ExportOption(
         "text_only",
         False,
-        "the text decoder alone: leave out a multimodal checkpoint's vision encoder "
-        "(docs/guides/multimodal.md)",
+        "the text decoder alone: leave out a multimodal checkpoint's encoders (vision, "
+        "audio; docs/guides/multimodal.md)",
         model=False,
     ),
     ExportOption(
@@ -143,6 +143,15 @@ EXPORT_OPTIONS: tuple[ExportOption, ...] = (
         "the most soft tokens an image becomes, the vision function's fixed size: larger "
         "images are resized smaller, as the processor does with that budget (default: the "
         "processor's own, at most 1024; Gemma 4: 70, 140, 280, 560 or 1120)",
+        parse=whole_number(1),
+        metavar="N",
+        model=False,
+    ),
+    ExportOption(
+        "audio_tokens",
+        None,
+        "the most soft tokens an audio clip becomes (one every 40 ms), the audio function's "
+        "fixed size: longer clips are refused (default: the processor's own, 750: 30 s)",
         parse=whole_number(1),
         metavar="N",
         model=False,

@@ -48,11 +48,12 @@ class ExportPlan:
     target: str = "zoo"  # or "apple-engine": a bundle for Apple's engine (zoo.core.engine)
     model_id: str | None = None  # apple-engine: the hub name the bundle records
     streamed: bool = False  # range by range, one part each (zoo.core.stream)
-    # the asset's components (zoo.core.components): "decoder", and "vision" when the
-    # checkpoint has a vision encoder the entry reads; their sizes, or why left out
+    # the asset's components (zoo.core.components): "decoder", and "vision" or "audio" when
+    # the checkpoint has such an encoder the entry reads; their sizes, or why left out
     components: tuple[str, ...] = ("decoder",)
     left_out: str = ""
-    image_tokens: int | None = None  # the most soft tokens an image becomes (None: default)
+    # each encoder's processor as the asset stores it, its token budget applied
+    processors: dict = field(default_factory=dict)
     parameters: int = 0  # values in the checkpoint's tensors the model reads
     held_parameters: int = 0  # of those, the most held at once (the largest range streamed)
     estimated_bytes: int = 0  # the asset on disk
@@ -88,8 +89,8 @@ class ExportPlan:
         widths = sorted({*(self.verify_widths or ()), self.score_chunk} - {None})
         verify = f" + verify of {', '.join(map(str, widths))} tokens" if widths else ""
         spans = f" + prefill over spans of {', '.join(map(str, self.spans))}" if self.spans else ""
-        vision = " + vision (the image encoder)" * ("vision" in self.components)
-        return f"prefill + decode{verify}{spans}{vision}, layer ranges: {ranges}"
+        encoders = "".join(f" + {name} (the {name} encoder)" for name in self.components[1:])
+        return f"prefill + decode{verify}{spans}{encoders}, layer ranges: {ranges}"
 
     def describe(self) -> str:
         """The plan as `zoo export --dry-run` prints it (paths under home as `~/...`, as the
@@ -263,11 +264,8 @@ def plan_export(
         state_bytes=state_bytes(found, config, plan.strategy, plan.capacity, plan.kv_cache, layers),
     )
     plan = stream_plan(plan, found, per_layer, options["stream"], config)
-    components, left_out, extra = plan_components(
-        found, checkpoint, options["text_only"], options["image_tokens"]
-    )
-    plan = replace(plan, components=components, left_out=left_out)
-    plan = replace(plan, image_tokens=options["image_tokens"])
+    components, left_out, extra, processors = plan_components(found, checkpoint, options)
+    plan = replace(plan, components=components, left_out=left_out, processors=processors)
     plan = replace(plan, estimated_bytes=plan.estimated_bytes + extra)
     check_components(plan)
     from zoo.core.export import check_room

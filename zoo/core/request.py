@@ -21,9 +21,11 @@ class GenerationRequest:
     temperature: float = 0.0  # 0: greedy
     top_k: int | None = None  # sample among the k likeliest (None: all)
     seed: int | None = None  # the sampling's random seed
-    # images (file paths or PIL images) for an asset with a vision component: their soft
-    # tokens replace the prompt's image tokens, in order (zoo.core.media)
+    # images (file paths or PIL images) for an asset with a vision component, audio clips
+    # (WAV paths, or (samples, rate)) for one with an audio component: their soft tokens
+    # replace the prompt's placeholder tokens of their kind, in order (zoo.core.media)
     images: tuple = ()
+    audio: tuple = ()
 
     def __post_init__(self) -> None:
         new = self.max_new_tokens

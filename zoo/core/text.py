@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from zoo.core.asset import OpenedAsset, open_asset
@@ -68,10 +69,12 @@ def load_tokenizer(path: Path):
         raise ValueError(f"{path} is not a tokenizer.json ({error})") from None
 
 
-def chat_prompt(directory: Path, user_text: str, system: str | None = None, images: int = 0) -> str:
-    """`user_text` as one user turn (after a `system` turn, if given; after `images`
-    images, as a list of content items, when there are any) through the chat template of a
-    checkpoint directory
+def chat_prompt(
+    directory: Path, user_text: str, system: str | None = None, media: Sequence[str] = ()
+) -> str:
+    """`user_text` as one user turn (after a `system` turn, if given; after the `media`
+    items, e.g. `("image", "audio")`, as a list of content items, when there are any)
+    through the chat template of a checkpoint directory
     (chat_template.jinja, or tokenizer_config.json's "chat_template"), ready for the
     model's reply, rendered in a sandbox as transformers renders it."""
     from zoo.core.files import read_json
@@ -113,7 +116,7 @@ def chat_prompt(directory: Path, user_text: str, system: str | None = None, imag
     rendered = compiled.generate(
         messages=[
             *([{"role": "system", "content": system}] if system is not None else []),
-            {"role": "user", "content": _content(user_text, images)},
+            {"role": "user", "content": _content(user_text, media)},
         ],
         add_generation_prompt=True,
         bos_token=special("bos_token"),
@@ -129,13 +132,13 @@ def chat_prompt(directory: Path, user_text: str, system: str | None = None, imag
     return "".join(pieces)
 
 
-def _content(text: str, images: int):
-    """A user turn's content: the text, or (with images) the images then the text, as
-    items (`{"type": "image"}`, `{"type": "text", "text": ...}`), as transformers passes
-    them to a processor's template."""
-    if not images:
+def _content(text: str, media: Sequence[str]):
+    """A user turn's content: the text, or (with media) the media items then the text,
+    as items (`{"type": "image"}`, `{"type": "audio"}`, `{"type": "text", "text": ...}`), as
+    transformers passes them to a processor's template."""
+    if not media:
         return text
-    return [{"type": "image"}] * images + [{"type": "text", "text": text}]
+    return [{"type": kind} for kind in media] + [{"type": "text", "text": text}]
 
 
 # A chat template is code from the checkpoint: its rendering gets a time and a size

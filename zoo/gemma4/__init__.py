@@ -6,7 +6,7 @@ is all the rest of the zoo needs to know about it (`zoo.core.entry`)."""
 from zoo.core.decode import export_model as export_gemma4
 from zoo.core.eager import decode_spec, torch_logits
 from zoo.core.entry import ModelEntry, TinyCheckpoint, register
-from zoo.gemma4 import vision
+from zoo.gemma4 import audio, vision
 from zoo.gemma4.config import Gemma4Config, UnsupportedConfig
 from zoo.gemma4.model import Gemma4
 
@@ -92,10 +92,26 @@ TINY = TinyCheckpoint(
             "{% for m in messages %}<start_of_turn>{{ m.role }}\n"
             "{% if m.content is string %}{{ m.content }}{% else %}"
             "{% for item in m.content %}{% if item.type == 'image' %}<|image|>"
+            "{% elif item.type == 'audio' %}<|audio|>"
             "{% else %}{{ item.text }}{% endif %}{% endfor %}{% endif %}"
             "<end_of_turn>\n{% endfor %}"
             "{% if add_generation_prompt %}<start_of_turn>model\n{% endif %}"
         ),
+    ),
+    # E2B/E4B's audio tower, small: 2 conformer layers of width 32 over 32 mel bins (the
+    # extractor's 128 bins quartered by the subsampling convs: channels[0] // 4 of them)
+    audio=dict(
+        config=dict(
+            hidden_size=32,
+            num_hidden_layers=2,
+            num_attention_heads=2,
+            subsampling_conv_channels=[32, 8],
+            output_proj_dims=48,
+        ),
+        tokens=dict(boa_token_id=121, audio_token_id=122, eoa_token_index=123),
+        feature_extractor=dict(feature_size=32),
+        audio_seq_length=50,  # 2 s a clip
+        specials={121: "<|audio>", 122: "<|audio|>", 123: "<audio|>"},
     ),
 )
 
@@ -110,7 +126,8 @@ ENTRY = register(
         towers=("vision_", "audio_", "embed_vision", "embed_audio"),
         unused_weights=_kv_sharing_weights,
         sidecar_option="ple_sidecar",  # the per-layer-embedding table (zoo.core.sidecar)
-        vision=vision,  # images: the vision encoder as a component (zoo.core.components)
+        # images and audio: each encoder a component of the asset (zoo.core.components)
+        encoders={"vision": vision, "audio": audio},
     )
 )
 load_gemma4 = ENTRY.load

@@ -236,16 +236,13 @@ class VisionTower(nn.Module):
 
 
 class MultimodalEmbedder(nn.Module):
-    """transformers' `embed_vision`: soft tokens into the decoder's width."""
+    """transformers' `embed_vision` and `embed_audio`: an encoder's soft tokens (`width`
+    wide) into the decoder's width."""
 
-    def __init__(self, config: VisionConfig) -> None:
+    def __init__(self, width: int, eps: float, text_width: int) -> None:
         super().__init__()
-        self.embedding_pre_projection_norm = RMSNorm(
-            config.hidden_size, config.rms_norm_eps, with_scale=False
-        )
-        self.embedding_projection = nn.Linear(
-            config.hidden_size, config.text_hidden_size, bias=False
-        )
+        self.embedding_pre_projection_norm = RMSNorm(width, eps, with_scale=False)
+        self.embedding_projection = nn.Linear(width, text_width, bias=False)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.embedding_projection(self.embedding_pre_projection_norm(x))
@@ -262,7 +259,9 @@ class Gemma4Vision(nn.Module):
         super().__init__()
         self.config = config
         self.vision_tower = VisionTower(config)
-        self.embed_vision = MultimodalEmbedder(config)
+        self.embed_vision = MultimodalEmbedder(
+            config.hidden_size, config.rms_norm_eps, config.text_hidden_size
+        )
 
     def forward(self, pixels: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
         return self.embed_vision(self.vision_tower(pixels, positions))
@@ -280,19 +279,20 @@ def checkpoint_name(key: str) -> str | None:
     return name if name.startswith(("vision_tower.", "embed_vision.")) else None
 
 
-def has_vision(directory: str | Path) -> bool:
+def has_encoder(directory: str | Path) -> bool:
     """Whether a checkpoint has Gemma 4's vision tower (config.json's `vision_config`)."""
     raw = read_json(Path(directory) / "config.json")
     return raw.get("model_type") == "gemma4" and bool(raw.get("vision_config"))
 
 
-def load_vision(
-    directory: str | Path, text_hidden_size: int, settings: dict | None = None
+def load_encoder(
+    directory: str | Path, text_hidden_size: int, processor: dict | None = None
 ) -> Gemma4Vision:
     """The vision encoder of a Gemma 4 checkpoint, its weights read (float32, eval), for
-    images as the processor's `settings` prepare them (default: the checkpoint's)."""
+    images as `processor` (`processor()`, its budget perhaps changed) prepares them
+    (default: the checkpoint's own)."""
     config = VisionConfig.from_checkpoint(directory, text_hidden_size)
-    config.processor = settings if settings is not None else config.processor
+    config.processor = processor["settings"] if processor is not None else config.processor
     model = build_and_load(lambda: Gemma4Vision(config), directory, checkpoint_name)
     return model.float().eval()
 
@@ -303,12 +303,12 @@ def processor(directory: str | Path) -> dict:
     directory = Path(directory)
     raw = read_json(directory / "config.json")
     settings = image_processor_settings(directory)
-    tokens = {"image_token": "image_token_id", "begin": "boi_token_id", "end": "eoi_token_id"}
+    tokens = {"token": "image_token_id", "begin": "boi_token_id", "end": "eoi_token_id"}
     found = {"kind": "gemma4", "settings": settings}
     if settings:
         found |= {name: token_text(directory, raw[field]) for name, field in tokens.items()}
     text = raw.get("text_config") or {}
-    found["image_token_id"] = raw.get("image_token_id")
+    found["token_id"] = raw.get("image_token_id")
     found["pad_token_id"] = text.get("pad_token_id", 0)
     # the 31B: an image's tokens attend to each other both ways in the sliding layers
     found["bidirectional"] = text.get("use_bidirectional_attention") == "vision"
@@ -318,16 +318,16 @@ def processor(directory: str | Path) -> dict:
 SOFT_TOKEN_BUDGETS = (70, 140, 280, 560, 1120)  # what Gemma 4's image processor accepts
 
 
-def image_tokens(processor: dict) -> int:
+def tokens(processor: dict) -> int:
     """The most soft tokens an image becomes (the vision function's fixed size)."""
     return int(processor["settings"].get("max_soft_tokens", 280))
 
 
-def with_image_tokens(processor: dict, tokens: int) -> dict:
-    """The processor with its budget set to `tokens` soft tokens an image."""
-    if tokens not in SOFT_TOKEN_BUDGETS:
+def with_tokens(processor: dict, count: int) -> dict:
+    """The processor with its budget set to `count` soft tokens an image."""
+    if count not in SOFT_TOKEN_BUDGETS:
         raise ValueError(
-            f"--image-tokens {tokens}: Gemma 4's image processor takes one of "
+            f"--image-tokens {count}: Gemma 4's image processor takes one of "
             f"{', '.join(map(str, SOFT_TOKEN_BUDGETS))}"
         )
-    return processor | {"settings": processor["settings"] | {"max_soft_tokens": tokens}}
+    return processor | {"settings": processor["settings"] | {"max_soft_tokens": count}}

@@ -78,7 +78,7 @@ ENTRY = register(
         transformers_name="Qwen3_5",
         tiny=TINY,
         towers=("visual.", "vision"),  # and `mtp.*` (multi-token prediction): not under model.
-        vision=vision,  # images: the vision encoder as a component (zoo.core.components)
+        encoders={"vision": vision},  # images: the encoder a component (zoo.core.components)
     )
 )
 load_qwen3_5 = ENTRY.load

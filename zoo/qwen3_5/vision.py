@@ -205,19 +205,20 @@ def checkpoint_name(key: str) -> str | None:
     return name if name.startswith("visual.") else None
 
 
-def has_vision(directory: str | Path) -> bool:
+def has_encoder(directory: str | Path) -> bool:
     raw = read_json(Path(directory) / "config.json")
     return raw.get("model_type") in ("qwen3_5", "qwen3_5_moe") and bool(raw.get("vision_config"))
 
 
-def load_vision(
-    directory: str | Path, text_hidden_size: int, settings: dict | None = None
+def load_encoder(
+    directory: str | Path, text_hidden_size: int, processor: dict | None = None
 ) -> Qwen3_5Vision:
     """The vision encoder of a Qwen3.5 checkpoint, its weights read (float32, eval), for
-    images as the processor's `settings` prepare them (default: the checkpoint's)."""
+    images as `processor` (`processor()`, its budget perhaps changed) prepares them
+    (default: the checkpoint's own)."""
     directory = Path(directory)
     raw = read_json(directory / "config.json")
-    given = settings if settings is not None else image_processor_settings(directory)
+    given = processor["settings"] if processor is not None else image_processor_settings(directory)
     config = VisionConfig.of(raw, given)
     if config.out_hidden_size != text_hidden_size:
         raise ValueError(
@@ -238,8 +239,8 @@ def processor(directory: str | Path) -> dict:
     settings = image_processor_settings(directory)
     found = {"kind": "qwen3_5", "settings": settings, "begin": "", "end": ""}
     if settings:
-        found["image_token"] = token_text(directory, raw["image_token_id"])
-    found["image_token_id"] = raw.get("image_token_id")
+        found["token"] = token_text(directory, raw["image_token_id"])
+    found["token_id"] = raw.get("image_token_id")
     found["pad_token_id"] = raw.get("image_token_id")  # no per-layer lookups: the token as is
     found["position_table"] = vision.get("num_position_embeddings", 2304)
     found["mrope_section"] = _mrope_section(raw)
@@ -252,7 +253,7 @@ def _mrope_section(raw: dict) -> list[int]:
     return list(rope.get("mrope_section") or [11, 11, 10])
 
 
-def image_tokens(processor: dict) -> int:
+def tokens(processor: dict) -> int:
     """The most soft tokens an image becomes (the vision function's fixed size): the
     processor's pixel budget (`size.longest_edge`) over a merged block's pixels."""
     settings = processor["settings"]
@@ -260,12 +261,12 @@ def image_tokens(processor: dict) -> int:
     return settings["size"]["longest_edge"] // block
 
 
-def with_image_tokens(processor: dict, tokens: int) -> dict:
-    """The processor with its pixel budget lowered (or raised) to `tokens` soft tokens an
+def with_tokens(processor: dict, count: int) -> dict:
+    """The processor with its pixel budget lowered (or raised) to `count` soft tokens an
     image: larger images are resized smaller, as transformers' processor does with that
     `size`."""
     settings = processor["settings"]
     block = (settings["patch_size"] * settings["merge_size"]) ** 2
-    size = dict(settings["size"], longest_edge=tokens * block)
+    size = dict(settings["size"], longest_edge=count * block)
     size["shortest_edge"] = min(size["shortest_edge"], size["longest_edge"])
     return processor | {"settings": settings | {"size": size}}

@@ -33,7 +33,7 @@ ENTRY = register(
         transformers_name="Qwen3_5Moe",
         tiny=TINY,
         towers=DENSE.towers,
-        vision=DENSE.vision,  # the same vision encoder (zoo.qwen3_5.vision)
+        encoders=DENSE.encoders,  # the same vision encoder (zoo.qwen3_5.vision)
     )
 )
 load_qwen3_5_moe = ENTRY.load

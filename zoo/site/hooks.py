@@ -354,7 +354,7 @@ def entries_table(records_dir: Path, page: str) -> str:
                 "entry": f"`zoo.{name}`",
                 "family": title,
                 "model_type": types,
-                "inputs": "text, images" if entry.vision is not None else "text",
+                "inputs": entry.inputs,
                 "released sizes": ", ".join(released_configs(name)),
                 # the same for nearly every entry: only what an entry lacks is listed
                 "presets": "every one but "

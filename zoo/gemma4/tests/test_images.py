@@ -21,10 +21,11 @@ from PIL import Image
 
 from zoo.core.components import image_processor_settings
 from zoo.core.generator import runtime_greedy
+from zoo.core.images import gemma4_patches
 from zoo.core.isolate import run_isolated
-from zoo.core.media import MediaError, gemma4_patches
+from zoo.core.media import MediaError
 from zoo.core.text import load_tokenizer
-from zoo.gemma4.vision import load_vision
+from zoo.gemma4.vision import load_encoder
 from zoo.reference import reference_model
 from zoo.testing_media import asset_components as _components
 from zoo.testing_media import check_answer_about_image, prompt_of, random_image
@@ -63,7 +64,7 @@ def test_host_prepares_images_as_transformers_does(image_checkpoints, size):
 def test_vision_encoder_matches_transformers(image_checkpoints, seed):
     checkpoint = image_checkpoints[seed]
     reference = reference_model("gemma4", checkpoint)
-    ours = load_vision(checkpoint, reference.config.text_config.hidden_size)
+    ours = load_encoder(checkpoint, reference.config.text_config.hidden_size)
     for size in SIZES[:3]:
         prepared = reference_processor(checkpoint)(random_image(*size, seed), return_tensors="pt")
         pixels, positions = prepared["pixel_values"], prepared["image_position_ids"]
@@ -196,7 +197,7 @@ def test_bad_images_and_assets_without_vision_are_refused(image_assets, assets, 
     random_image(20, 20, 1).save(tmp_path / "ok.png")
     done = zoo("generate", text_asset, "--image", tmp_path / "ok.png", "--prompt", "w5")
     assert done.returncode != 0 and "has no vision component" in done.stderr
-    with pytest.raises(MediaError, match="image tokens"):
+    with pytest.raises(MediaError, match="placeholder tokens"):
         runtime_greedy(str(asset), [2, 3, 4], 1, [str(tmp_path / "ok.png")])
 
 

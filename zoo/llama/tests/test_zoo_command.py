@@ -29,7 +29,7 @@ def test_list_names_every_entry_and_its_model_types():
     for name, entry in all_entries().items():
         line = next(ln for ln in done.stdout.splitlines() if ln.startswith(f"zoo.{name} "))
         assert all(kind in line for kind in entry.config.model_types()), line
-        assert ("text, images" in line) == (entry.vision is not None), line
+        assert ("text, images" in line) == ("vision" in entry.encoders), line
 
 
 def test_mistral_and_qwen2_checkpoints_go_to_the_llama_entry(tmp_path):

@@ -19,9 +19,10 @@ import pytest
 import torch
 
 from zoo.core.generator import Generator, runtime_greedy
+from zoo.core.images import qwen_patches
 from zoo.core.isolate import run_isolated
-from zoo.core.media import place_images, qwen_patches
-from zoo.qwen3_5.vision import load_vision
+from zoo.core.media import place_media
+from zoo.qwen3_5.vision import load_encoder
 from zoo.testing_media import (
     asset_components,
     check_answer_about_image,
@@ -68,7 +69,7 @@ def test_vision_encoder_matches_transformers(image_checkpoints):
 
     checkpoint = image_checkpoints[1]
     reference = reference_model("qwen3_5", checkpoint)
-    ours = load_vision(checkpoint, reference.config.text_config.hidden_size)
+    ours = load_encoder(checkpoint, reference.config.text_config.hidden_size)
     settings = json.loads((checkpoint / "preprocessor_config.json").read_text())
     for size in SIZES[:3]:
         image = random_image(*size, seed=1)
@@ -106,7 +107,7 @@ def test_the_image_tokens_positions_in_space_matter(image_assets):
         placed = generator.feed(prompt, [image])
         assert generator.rope_shift < 0  # an image of h x w tokens spans max(h, w) positions
         generator.reset()
-        place_images(generator, prompt, [image])  # the same soft tokens, then
+        place_media(generator, prompt, {"vision": [image]})  # the same soft tokens, then
         generator.rope, generator.rope_shift = {}, 0  # every token at its plain position
         plain = generator.feed(prompt)
     assert np.abs(placed - plain).max() > 1e-3
