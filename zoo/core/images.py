@@ -30,6 +30,11 @@ def read_image(path: str | Path):
         with Image.open(path) as image:
             image.load()
             return image.convert("RGB")
+    except Image.DecompressionBombError:  # PIL's guard: pixels past what it decodes
+        raise MediaError(
+            f"--image {path}: more than {2 * Image.MAX_IMAGE_PIXELS:,} pixels, more than PIL "
+            "decodes (a guard against decompression bombs): resize it first"
+        ) from None
     except (UnidentifiedImageError, OSError, ValueError) as error:
         raise MediaError(f"--image {path}: not an image PIL can read ({error})") from None
 

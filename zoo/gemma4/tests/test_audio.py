@@ -64,12 +64,26 @@ def checkpoint(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def asset(checkpoint, tmp_path_factory):
+def assets(checkpoint, tmp_path_factory):
+    """KV strategy -> the asset of the checkpoint (decoder, vision, audio), on first use."""
     from zoo.core.plan import plan_export
     from zoo.core.run import run_plan
 
-    path = tmp_path_factory.mktemp("gemma4-audio-asset") / "a.aimodel"
-    return run_plan(plan_export(checkpoint, path, capacity=128, chunk=4))
+    root, made = tmp_path_factory.mktemp("gemma4-audio-assets"), {}
+
+    def asset(strategy: str = "runtime-index"):
+        if strategy not in made:
+            path = root / f"{strategy}.aimodel"
+            plan = plan_export(checkpoint, path, strategy=strategy, capacity=128, chunk=4)
+            made[strategy] = run_plan(plan)
+        return made[strategy]
+
+    return asset
+
+
+@pytest.fixture(scope="module")
+def asset(assets):
+    return assets()
 
 
 def processor_of(checkpoint) -> dict:
@@ -174,8 +188,11 @@ def transformers_answer(checkpoint, prompt, clips):
     return tokens, logits, deaf
 
 
-@pytest.mark.parametrize("seconds", [0.7, 1.3])
-def test_answers_about_audio_like_transformers(checkpoint, asset, tmp_path, seconds):
+@pytest.mark.parametrize(
+    "seconds, strategy", [(0.7, "runtime-index"), (1.3, "runtime-index"), (1.1, "input-mask-blend")]
+)
+def test_answers_about_audio_like_transformers(checkpoint, assets, tmp_path, seconds, strategy):
+    asset = assets(strategy)
     clip = tmp_path / "clip.wav"
     samples = write_wav(clip, seconds, seed=int(10 * seconds))
     prompt = asset_prompt(asset, "w5 w9 w17", audio=[clip])

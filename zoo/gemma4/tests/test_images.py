@@ -10,6 +10,7 @@ the decoder's logits to 1e-4, the greedy answers on the runtime token for token.
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -180,6 +181,37 @@ def test_the_plan_lists_the_components(image_checkpoints, tmp_path):
     assert plan.components == ("decoder",) and "no preprocessor_config.json" in plan.describe()
     with pytest.raises(ValueError, match="--text-only for the text decoder alone"):
         plan_export(image_checkpoints[0], tmp_path / "a.aimodel", layers_per_function=2)
+
+
+def test_images_at_the_edges_are_prepared_or_refused_by_name(image_checkpoints, tmp_path):
+    """A 1 x 1 image is resized up and read; a truncated PNG, a text file named .png and a
+    20,000 x 20,000 image (past PIL's guard against decompression bombs) are refused with
+    the file's name, without a traceback."""
+    from zoo.core.images import read_image
+
+    settings = image_processor_settings(image_checkpoints[0])
+    random_image(1, 1, seed=1).save(tmp_path / "dot.png")
+    dot = gemma4_patches(read_image(tmp_path / "dot.png"), settings)
+    assert (
+        dot["soft_tokens"]
+        == reference_processor(image_checkpoints[0])(
+            read_image(tmp_path / "dot.png"), input_data_format="channels_last"
+        )["num_soft_tokens_per_image"][0]
+    )
+    random_image(40, 50, seed=2).save(tmp_path / "whole.png")
+    data = (tmp_path / "whole.png").read_bytes()
+    (tmp_path / "cut.png").write_bytes(data[: len(data) // 2])
+    (tmp_path / "text.png").write_text("a text file, named .png")
+    Image.new("1", (20000, 20000)).save(tmp_path / "huge.png")  # 48 kB on disk
+    cases = {
+        "cut.png": "not an image PIL can read (image file is truncated)",
+        "text.png": "not an image PIL can read",
+        "huge.png": "more than 178,956,970 pixels, more than PIL decodes (a guard",
+    }
+    for name, message in cases.items():
+        with pytest.raises(MediaError, match=re.escape(message)) as refused:
+            read_image(tmp_path / name)
+        assert str(tmp_path / name) in str(refused.value)
 
 
 def test_bad_images_and_assets_without_vision_are_refused(image_assets, assets, tmp_path):
