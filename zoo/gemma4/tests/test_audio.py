@@ -291,3 +291,26 @@ def test_the_plan_lists_the_audio_encoder_and_its_budget(checkpoint, tmp_path):
     assert "the audio encoder left out: the checkpoint has no processor_config.json" in (
         plan.describe()
     )
+
+
+def test_a_checkpoint_and_a_clip_no_test_chose(tmp_path):
+    """A seed and a clip length drawn afresh each run (printed on failure, to replay)."""
+    from zoo.core.plan import plan_export
+    from zoo.core.run import run_plan
+
+    draw = np.random.default_rng()
+    seed, milliseconds = (int(v) for v in draw.integers([0, 25], [10_000, 2_000]))
+    replay = f"seed {seed}, a clip of {milliseconds} ms"
+    checkpoint = make_tiny_checkpoint(
+        "gemma4", tmp_path / "ck", "kv-sharing", seed, images=True, audio=True
+    )
+    asset = run_plan(plan_export(checkpoint, tmp_path / "a.aimodel", capacity=128, chunk=4))
+    clip = tmp_path / "clip.wav"
+    samples = write_wav(clip, milliseconds / 1000, seed=seed % 50)
+    prompt = asset_prompt(asset, "w5 w9", audio=[clip])
+    want, want_logits, _ = transformers_answer(checkpoint, prompt, [samples])
+    outcome = run_isolated(runtime_greedy, str(asset), prompt, 8, (), [str(clip)], timeout=300)
+    assert outcome.ok, f"{replay}: {outcome.summary()}"
+    assert outcome.result["tokens"] == want, replay
+    error = np.abs(np.array(outcome.result["logits"][0]) - want_logits).max()
+    assert error < 1e-4, f"{replay}: {error}"
