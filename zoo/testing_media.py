@@ -1,6 +1,6 @@
-"""What the image tests of every entry that reads images share: random images, prompts
-through an asset's own template, transformers' image processor (its PIL path) and its
-greedy answer as the reference."""
+"""What the image and audio tests of the entries that read them share: random images and
+WAV clips, prompts through an asset's own template, transformers' image processor (its PIL
+path) and its greedy answer as the reference."""
 
 from __future__ import annotations
 
@@ -15,6 +15,27 @@ def random_image(height: int, width: int, seed: int):
 
     pixels = np.random.default_rng(seed).integers(0, 256, (height, width, 3), dtype=np.uint8)
     return Image.fromarray(pixels)
+
+
+def write_wav(path, seconds: float, seed: int, rate=16000, width=2, channels=1) -> np.ndarray:
+    """A WAV file of a tone plus noise (PCM of `width` bytes, `channels` alike); returns
+    the samples as `zoo.core.audio.read_wav` should read them."""
+    import wave
+
+    rng = np.random.default_rng(seed)
+    t = np.arange(int(rate * seconds)) / rate
+    x = 0.3 * np.sin(2 * np.pi * (200 + 50 * seed) * t) + 0.05 * rng.standard_normal(len(t))
+    full = {1: 127, 2: 32767, 4: 2**31 - 1}[width]
+    kind = {1: np.uint8, 2: np.int16, 4: np.int32}[width]
+    pcm = np.round(x * full).astype(np.int64)
+    pcm = np.repeat(pcm[:, None], channels, axis=1)
+    stored = (pcm + 128 if width == 1 else pcm).astype(kind)
+    with wave.open(str(path), "wb") as file:
+        file.setnchannels(channels)
+        file.setsampwidth(width)
+        file.setframerate(rate)
+        file.writeframes(stored.tobytes())
+    return (pcm[:, 0] / (full + 1)).astype(np.float32)
 
 
 def asset_components(asset: str | Path) -> dict:

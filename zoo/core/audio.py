@@ -72,6 +72,52 @@ def mel_filters(bins: int, filters: int, low: float, high: float, rate: int) -> 
     return np.maximum(0.0, np.minimum(rising, falling))
 
 
+def seconds_per_token(processor: dict) -> float:
+    """How much of a clip one soft token covers: 4 mel frames (Gemma 4's conformer), or
+    one frame of raw samples (Gemma 4 12B)."""
+    settings = processor["settings"]
+    rate = int(settings.get("sampling_rate", 16000))
+    if processor["kind"] == "gemma4_unified_audio":
+        return int(settings.get("audio_samples_per_token", 640)) / rate
+    hop = int(settings.get("hop_length", round(rate * settings.get("hop_length_ms", 10) / 1000)))
+    return 4 * hop / rate
+
+
+def _checked_rate(rate: int, settings: dict) -> int:
+    """The extractor's sampling rate, which the clip's must be (no silent resampling)."""
+    want = int(settings.get("sampling_rate", 16000))
+    if rate != want:
+        raise MediaError(
+            f"the audio is sampled at {rate} Hz; this model reads {want} Hz: resample it "
+            f"(for example `ffmpeg -i IN -ac 1 -ar {want} OUT.wav`)"
+        )
+    return want
+
+
+def _within_budget(tokens: int, samples: int, rate: int, budget: int, per_token: float) -> None:
+    if tokens > budget:
+        raise MediaError(
+            f"the audio ({samples / rate:.1f} s) is longer than the asset reads in one clip "
+            f"({budget * per_token:.2f} s, {budget} soft tokens): cut it, or export with a "
+            "larger --audio-tokens"
+        )
+
+
+def waveform_frames(samples: np.ndarray, rate: int, processor: dict) -> dict:
+    """`input_features` `[1, N, S]`: the clip cut into frames of S samples (the last padded
+    with zeros), one a soft token, zero rows up to the budget of N; and `soft_tokens`: as
+    `Gemma4UnifiedAudioFeatureExtractor` cuts it (Gemma 4 12B, no audio encoder)."""
+    settings = processor["settings"]
+    want = _checked_rate(rate, settings)
+    size = int(settings.get("audio_samples_per_token", 640))
+    budget = int(processor["audio_seq_length"])
+    tokens = -(-len(samples) // size)
+    _within_budget(tokens, len(samples), want, budget, size / want)
+    frames = np.zeros(budget * size, np.float32)
+    frames[: len(samples)] = np.asarray(samples, np.float32)
+    return {"input_features": frames.reshape(1, budget, size), "soft_tokens": tokens}
+
+
 def gemma4_audio_features(
     samples: np.ndarray, rate: int, processor: dict
 ) -> dict[str, np.ndarray | int]:
@@ -80,12 +126,7 @@ def gemma4_audio_features(
     frames, and `soft_tokens` (how many the clip becomes), as `Gemma4AudioFeatureExtractor`
     and `Gemma4Processor` compute them."""
     settings = processor["settings"]
-    want = int(settings.get("sampling_rate", 16000))
-    if rate != want:
-        raise MediaError(
-            f"the audio is sampled at {rate} Hz; this model reads {want} Hz: resample it "
-            f"(for example `ffmpeg -i IN -ac 1 -ar {want} OUT.wav`)"
-        )
+    want = _checked_rate(rate, settings)
     budget = int(processor["audio_seq_length"])
     frame = int(round(want * settings.get("frame_length_ms", 20.0) / 1000.0))
     hop = int(round(want * settings.get("hop_length_ms", 10.0) / 1000.0))
@@ -100,13 +141,7 @@ def gemma4_audio_features(
     if count <= 0:
         raise MediaError(f"the audio is shorter than one {frame}-sample frame")
     tokens = _tokens(real[np.arange(count) * hop + frame].astype(np.float32))
-    if tokens > budget:
-        seconds = budget * 4 * hop / want
-        raise MediaError(
-            f"the audio ({len(samples) / want:.1f} s) is longer than the asset reads in one "
-            f"clip ({seconds:.2f} s, {budget} soft tokens): cut it, or export with a larger "
-            "--audio-tokens"
-        )
+    _within_budget(tokens, len(samples), want, budget, 4 * hop / want)
     features = _log_mel(wave_, count, frame, hop, settings)
     mask = real[np.arange(count) * hop + frame]  # a frame is real if its last sample is
     out_features = np.zeros((1, 4 * budget, features.shape[1]), np.float32)

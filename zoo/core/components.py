@@ -40,9 +40,12 @@ class EncoderKind:
     settings: str  # where a checkpoint keeps its processor's settings
     default_tokens: int | None = None  # a budget above this is lowered unless asked
 
-    def budget(self, tokens: int) -> str:
-        if self.component == "audio":  # a soft token every 40 ms
-            return f"audio clips up to {tokens * 0.04:g} s ({tokens} soft tokens)"
+    def budget(self, tokens: int, processor: dict) -> str:
+        if self.component == "audio":
+            from zoo.core.audio import seconds_per_token
+
+            seconds = tokens * seconds_per_token(processor)
+            return f"audio clips up to {seconds:g} s ({tokens} soft tokens)"
         return f"{self.noun}s up to {tokens} soft tokens"
 
 
@@ -100,7 +103,7 @@ def plan_components(
             used = kind.default_tokens
         if used is not None:
             processor = module.with_tokens(processor, used)
-        budget = kind.budget(module.tokens(processor))
+        budget = kind.budget(module.tokens(processor), processor)
         if used is not None and used != own:
             budget += f" (its processor allows {own}: --{kind.budget_option.replace('_', '-')} N)"
         notes.append(f"the {name} encoder about {readable_bytes(size)}, float32; {budget}")

@@ -39,6 +39,13 @@ def _gemma4_audio(clip, processor: dict) -> dict:
     return gemma4_audio_features(samples, rate, processor)
 
 
+def _waveform_audio(clip, processor: dict) -> dict:
+    from zoo.core.audio import read_wav, waveform_frames
+
+    samples, rate = read_wav(clip) if isinstance(clip, (str, Path)) else clip
+    return waveform_frames(samples, rate, processor)
+
+
 def _image(image):
     from zoo.core.images import read_image
 
@@ -47,7 +54,12 @@ def _image(image):
 
 # an asset's `processor.kind` -> how one input (a path, or what its reader gives: a PIL
 # image; audio samples and their rate) becomes its encoder's inputs and soft-token count
-PREPARE = {"gemma4": _gemma4_image, "qwen3_5": _qwen_image, "gemma4_audio": _gemma4_audio}
+PREPARE = {
+    "gemma4": _gemma4_image,
+    "qwen3_5": _qwen_image,
+    "gemma4_audio": _gemma4_audio,
+    "gemma4_unified_audio": _waveform_audio,
+}
 
 
 def prepare(item, processor: dict) -> dict[str, np.ndarray | int]:

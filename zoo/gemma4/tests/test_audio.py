@@ -24,26 +24,9 @@ from zoo.core.isolate import run_isolated
 from zoo.core.media import MediaError, asset_prompt
 from zoo.gemma4 import audio as gemma4_audio
 from zoo.reference import greedy_reference, make_tiny_checkpoint, reference_model
+from zoo.testing_media import write_wav
 
 pytestmark = pytest.mark.runtime  # the suite's tiers: pyproject.toml's markers
-
-
-def write_wav(path, seconds: float, seed: int, rate=16000, width=2, channels=1) -> np.ndarray:
-    """A tone plus noise as PCM; returns the samples as `read_wav` should give them."""
-    rng = np.random.default_rng(seed)
-    t = np.arange(int(rate * seconds)) / rate
-    x = 0.3 * np.sin(2 * np.pi * (200 + 50 * seed) * t) + 0.05 * rng.standard_normal(len(t))
-    full = {1: 127, 2: 32767, 4: 2**31 - 1}[width]
-    kind = {1: np.uint8, 2: np.int16, 4: np.int32}[width]
-    pcm = np.round(x * full).astype(np.int64)
-    pcm = np.repeat(pcm[:, None], channels, axis=1)
-    stored = (pcm + 128 if width == 1 else pcm).astype(kind)
-    with wave.open(str(path), "wb") as file:
-        file.setnchannels(channels)
-        file.setsampwidth(width)
-        file.setframerate(rate)
-        file.writeframes(stored.tobytes())
-    return (pcm[:, 0] / (full + 1)).astype(np.float32)
 
 
 def extractor(checkpoint):
