@@ -38,6 +38,19 @@ def write_wav(path, seconds: float, seed: int, rate=16000, width=2, channels=1) 
     return (pcm[:, 0] / (full + 1)).astype(np.float32)
 
 
+def feature_extractor(checkpoint: Path, name: str):
+    """transformers' audio feature extractor `name` (e.g. "Gemma4AudioFeatureExtractor"),
+    from the settings the checkpoint ships (processor_config.json's `feature_extractor`)."""
+    import json
+
+    import transformers
+
+    settings = json.loads((Path(checkpoint) / "processor_config.json").read_text())
+    names = ("feature_extractor_type", "processor_class")
+    found = {k: v for k, v in settings["feature_extractor"].items() if k not in names}
+    return getattr(transformers, name)(**found)
+
+
 def asset_components(asset: str | Path) -> dict:
     from zoo.core.asset import open_asset
 

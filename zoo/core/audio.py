@@ -50,6 +50,14 @@ def read_wav(path: str | Path) -> tuple[np.ndarray, int]:
     return samples, rate
 
 
+def prepare_clip(clip, processor: dict) -> dict:
+    """A clip (a WAV path, or its samples and rate) as its audio function's inputs and
+    soft-token count, by the asset's processor kind."""
+    samples, rate = read_wav(clip) if isinstance(clip, (str, Path)) else clip
+    features = {"gemma4_audio": gemma4_audio_features, "gemma4_unified_audio": waveform_frames}
+    return features[processor["kind"]](samples, rate, processor)
+
+
 def hertz_to_mel(hertz):
     """The HTK mel scale."""
     return 2595.0 * np.log10(1.0 + np.asarray(hertz, np.float64) / 700.0)

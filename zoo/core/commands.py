@@ -125,15 +125,10 @@ def _generate_command(args, interruption: Interruption) -> int:
     spec = None if bundle else DecodeSpec.of_asset(asset)  # checked before loading
     path = tokenizer_path(asset or args.asset, args.tokenizer) if args.prompt is not None else None
     tokenizer = load_tokenizer(path) if path is not None else None
-    media = _media(args, asset)  # always through the chat template
-    if any(media.values()):
-        from zoo.core.media import component_processor, media_prompt
+    media, processors = _media(args, asset)  # always through the chat template
+    if processors:
+        from zoo.core.media import media_prompt
 
-        processors = {
-            name: component_processor(asset.components, asset.path, name)
-            for name, items in media.items()
-            if items
-        }
         prompt_ids = media_prompt(
             tokenizer, path.parent, args.prompt, media, processors, args.system
         )
@@ -168,29 +163,27 @@ def _generate_command(args, interruption: Interruption) -> int:
     return _generate(args, request, tokenizer, asset, interruption, draft)
 
 
-def _media(args, asset) -> dict[str, list]:
+def _media(args, asset) -> tuple[dict[str, list], dict[str, dict]]:
     """`--image` and `--audio` files, read (a bad file refused by name), for an asset that
-    reads them: component -> the inputs, in order."""
+    reads them: component -> the inputs, in order; and component -> its processor."""
     from zoo.core.audio import read_wav
     from zoo.core.components import ENCODERS
     from zoo.core.images import read_image
-    from zoo.core.media import component_processor
+    from zoo.core.media import processors_for
 
-    given = {"vision": (args.image, read_image), "audio": (args.audio, read_wav)}
-    media = {name: [] for name in given}
-    for name, (paths, read) in given.items():
-        if not paths:
-            continue
-        option = ENCODERS[name].option
-        if asset is None or args.prompt is None or args.speculate:
+    given = {"vision": (args.image or [], read_image), "audio": (args.audio or [], read_wav)}
+    for name, (paths, _) in given.items():
+        if paths and (asset is None or args.prompt is None or args.speculate):
             what = "a bundle" if asset is None else "--prompt-ids" if args.prompt is None else ""
             raise ValueError(
-                f"{option} goes with --prompt text on an asset of `zoo export`, without "
-                "--speculate" + (f" (not {what})" if what else "")
+                f"{ENCODERS[name].option} goes with --prompt text on an asset of `zoo export`, "
+                "without --speculate" + (f" (not {what})" if what else "")
             )
-        component_processor(asset.components, asset.path, name)  # refused by name if absent
-        media[name] = [read(path) for path in paths]
-    return media
+    # an asset without a component refused by name before any file is read
+    paths = {name: paths for name, (paths, _) in given.items()}
+    processors = processors_for(asset, paths) if asset is not None else {}
+    media = {name: [read(path) for path in paths[name]] for name, (_, read) in given.items()}
+    return media, processors
 
 
 def _generate(args, request, tokenizer, asset, interruption: Interruption, draft=None) -> int:

@@ -32,18 +32,10 @@ def _qwen_image(image, processor: dict) -> dict:
     return qwen_patches(_image(image), settings)
 
 
-def _gemma4_audio(clip, processor: dict) -> dict:
-    from zoo.core.audio import gemma4_audio_features, read_wav
+def _audio(clip, processor: dict) -> dict:
+    from zoo.core.audio import prepare_clip
 
-    samples, rate = read_wav(clip) if isinstance(clip, (str, Path)) else clip
-    return gemma4_audio_features(samples, rate, processor)
-
-
-def _waveform_audio(clip, processor: dict) -> dict:
-    from zoo.core.audio import read_wav, waveform_frames
-
-    samples, rate = read_wav(clip) if isinstance(clip, (str, Path)) else clip
-    return waveform_frames(samples, rate, processor)
+    return prepare_clip(clip, processor)
 
 
 def _image(image):
@@ -57,8 +49,8 @@ def _image(image):
 PREPARE = {
     "gemma4": _gemma4_image,
     "qwen3_5": _qwen_image,
-    "gemma4_audio": _gemma4_audio,
-    "gemma4_unified_audio": _waveform_audio,
+    "gemma4_audio": _audio,
+    "gemma4_unified_audio": _audio,
 }
 
 
@@ -135,6 +127,16 @@ def media_prompt(
     return tokenizer.encode(rendered, add_special_tokens=False).ids
 
 
+def processors_for(asset, media: dict) -> dict:
+    """The asset's processor of each component `media` has inputs for (component -> its
+    inputs), a missing component refused by name."""
+    return {
+        name: component_processor(asset.components, asset.path, name)
+        for name, items in media.items()
+        if items
+    }
+
+
 def asset_prompt(asset, text: str, images=(), audio=(), system=None) -> list[int]:
     """`media_prompt` for an asset (an `OpenedAsset` or its path): its tokenizer, template
     and processors."""
@@ -143,11 +145,7 @@ def asset_prompt(asset, text: str, images=(), audio=(), system=None) -> list[int
 
     asset = open_asset(asset) if isinstance(asset, (str, Path)) else asset
     media = {"vision": list(images), "audio": list(audio)}
-    processors = {
-        name: component_processor(asset.components, asset.path, name)
-        for name, items in media.items()
-        if items
-    }
+    processors = processors_for(asset, media)
     tokenizer = load_tokenizer(asset.path / "tokenizer.json")
     return media_prompt(tokenizer, asset.path, text, media, processors, system)
 

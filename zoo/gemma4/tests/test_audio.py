@@ -9,7 +9,6 @@ for the runtime's answers, token for token.
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 import wave
@@ -24,20 +23,13 @@ from zoo.core.isolate import run_isolated
 from zoo.core.media import MediaError, asset_prompt
 from zoo.gemma4 import audio as gemma4_audio
 from zoo.reference import greedy_reference, make_tiny_checkpoint, reference_model
-from zoo.testing_media import write_wav
+from zoo.testing_media import feature_extractor, write_wav
 
 pytestmark = pytest.mark.runtime  # the suite's tiers: pyproject.toml's markers
 
 
 def extractor(checkpoint):
-    """transformers' feature extractor, from the settings the checkpoint ships."""
-    from transformers import Gemma4AudioFeatureExtractor
-
-    settings = json.loads((checkpoint / "processor_config.json").read_text())
-    settings = dict(settings["feature_extractor"])
-    for key in ("feature_extractor_type", "processor_class"):
-        settings.pop(key, None)
-    return Gemma4AudioFeatureExtractor(**settings)
+    return feature_extractor(checkpoint, "Gemma4AudioFeatureExtractor")
 
 
 @pytest.fixture(scope="module")

@@ -5,8 +5,6 @@ and audio tokens (`make_tiny_checkpoint(audio=True)`): the host's frames bit for
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 import pytest
 import torch
@@ -17,7 +15,7 @@ from zoo.core.isolate import run_isolated
 from zoo.core.media import MediaError, asset_prompt
 from zoo.gemma4_unified import audio
 from zoo.reference import greedy_reference, make_tiny_checkpoint, reference_model
-from zoo.testing_media import write_wav
+from zoo.testing_media import feature_extractor, write_wav
 
 pytestmark = pytest.mark.runtime  # the suite's tiers: pyproject.toml's markers
 
@@ -29,14 +27,7 @@ def checkpoint(tmp_path_factory):
 
 
 def extractor(checkpoint):
-    from transformers import Gemma4UnifiedAudioFeatureExtractor
-
-    settings = json.loads((checkpoint / "processor_config.json").read_text())
-    settings = settings["feature_extractor"]
-    names = ("feature_extractor_type", "processor_class")
-    return Gemma4UnifiedAudioFeatureExtractor(
-        **{k: v for k, v in settings.items() if k not in names}
-    )
+    return feature_extractor(checkpoint, "Gemma4UnifiedAudioFeatureExtractor")
 
 
 @pytest.mark.parametrize("samples", [1, 39, 40, 41, 1999])
