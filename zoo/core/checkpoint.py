@@ -189,11 +189,6 @@ class DecoderConfig:
             )
         return unsupported
 
-    def refused_export(self, strategy: str, chunk: int) -> str | None:
-        """Why this model must not be exported with the KV `strategy` and prefill `chunk`
-        (a combination measured to compute wrong numbers), or None: most models have none."""
-        return None
-
     def experts(self) -> int:
         """Experts in a mixture-of-experts layer, as config.json spells the count (0: dense)."""
         return getattr(self, "num_experts", None) or getattr(self, "num_local_experts", 0) or 0

@@ -170,7 +170,6 @@ class InputMaskBlend(KVStrategy):
     chunks: ClassVar[bool] = True
 
     def write(self, cache, column, step, time_axis=2):
-        import torch
 
         capacity, length = cache.shape[time_axis], column.shape[time_axis]
         along_time = [1, 1, 1, 1]
@@ -181,8 +180,10 @@ class InputMaskBlend(KVStrategy):
         else:  # a prefill chunk: one one-hot row per column written
             rows = step["write_mask"].reshape(length, capacity)
             written = rows.sum(0).reshape(along_time)
-            scatter = "tc,bhtd->bhcd" if time_axis == 2 else "tc,bhdt->bhdc"
-            cache.copy_(cache * (1 - written) + torch.einsum(scatter, rows, column))
+            # a matmul, not torch.einsum: the runtime computes einsum("tc,bhtd->bhcd")
+            # wrong when t == d (measured, docs/zoo/gemma4.md); the matmul is exact
+            placed = rows.transpose(0, 1) @ column if time_axis == 2 else column @ rows
+            cache.copy_(cache * (1 - written) + placed)
         return cache
 
     def host_inputs(self, position, capacity, length=1):

@@ -233,8 +233,6 @@ def plan_export(
         options = engine_options(options, Path(output), checkpoint)
     plan = _resolve(found, checkpoint, Path(output), layers, options, bool(config.experts()))
     plan = replace(plan, first_layers=first_layers, config=config)
-    if why := config.refused_export(plan.strategy, plan.chunk):  # measured to miscompute
-        raise ValueError(why)
     positions = getattr(config, "trained_positions", None)
     if positions and plan.capacity > positions:
         warning = (
@@ -304,7 +302,7 @@ def plan_for_model(model, output: str | os.PathLike, **options) -> ExportPlan:
         target="zoo",
         model_id=None,
     )
-    plan = _resolve(
+    return _resolve(
         get_entry(model.name),
         Path(checkpoint) if checkpoint is not None else None,
         Path(output),
@@ -312,9 +310,6 @@ def plan_for_model(model, output: str | os.PathLike, **options) -> ExportPlan:
         options,
         experts_stored(model) is not None,
     )
-    if why := model.config.refused_export(plan.strategy, plan.chunk):  # measured to miscompute
-        raise ValueError(why)
-    return plan
 
 
 def _resolve(

@@ -106,20 +106,6 @@ class Gemma4Config(DecoderConfig):
             self.stop_token_ids = [eos] if isinstance(eos, int) else list(eos or [])
         self.check_supported()
 
-    def refused_export(self, strategy: str, chunk: int) -> str | None:
-        """input-mask-blend with a prefill chunk equal to a head dim decodes wrong tokens on
-        the Core AI runtime (Linux CPU, coreai-core as pinned; measured 2026-12-07 on tiny
-        checkpoints: chunks 16 and 32 of heads 16 and 32 wrong, 12, 17 and 24 right; eager
-        torch right at every chunk; Gemma 3 at a chunk equal to its head dim right)."""
-        dims = {self.layer_head_dim(layer) for layer in range(self.num_hidden_layers)}
-        if strategy == "input-mask-blend" and chunk in dims:
-            return (
-                f"--chunk {chunk} equals a head dim of this Gemma 4 model ({sorted(dims)}): with "
-                "--strategy input-mask-blend the Core AI runtime decodes wrong tokens at such a "
-                "chunk (measured; docs/zoo/gemma4.md): pick another --chunk, or runtime-index"
-            )
-        return None
-
     def check_supported(self) -> None:
         unsupported = []
         if self.enable_moe_block:

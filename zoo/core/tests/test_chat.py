@@ -67,8 +67,6 @@ def test_gemma4_chat_stops_at_the_end_of_turn(tmp_path):
         "32",
         "--strategy",
         "input-mask-blend",
-        "--chunk",  # not 16: the tiny head dim (Gemma4Config.refused_export)
-        "4",
     )
     assert export.returncode == 0, export.stderr[-2000:]
     chat = cli("gemma4", "generate", str(asset), "--chat", "--prompt", "w5 w9")

@@ -482,21 +482,3 @@ def test_a_write_failing_in_native_code_leaves_nothing(work, tmp_path):
     assert list(out.iterdir()) == [], done.stderr
     assert "the partial asset and the folders made for it were removed" in done.stderr
     assert "full disk?" not in done.stderr
-
-
-def test_a_prefill_chunk_equal_to_a_head_dim_is_refused_with_input_mask_blend(
-    checkpoints, tmp_path
-):
-    """Measured: Gemma 4 assets with input-mask-blend and a chunk equal to a head dim (16 or
-    32 here) decode wrong tokens on this runtime, eager torch right; refused by name. Other
-    chunks and runtime-index export as before."""
-    from zoo.core.plan import plan_export
-
-    checkpoint = checkpoints["kv-sharing"]  # head dims 16 (sliding) and 32 (full)
-    for chunk in (16, 32):
-        with pytest.raises(ValueError, match=f"--chunk {chunk} equals a head dim"):
-            plan_export(
-                checkpoint, tmp_path / "a.aimodel", strategy="input-mask-blend", chunk=chunk
-            )
-    for strategy, chunk in (("input-mask-blend", 12), ("runtime-index", 16)):
-        plan_export(checkpoint, tmp_path / "a.aimodel", strategy=strategy, chunk=chunk)

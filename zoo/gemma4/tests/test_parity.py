@@ -83,3 +83,28 @@ def test_the_experts_compute_alike_chosen_or_all(checkpoints, assets, strategy):
 def test_an_int8_kv_cache_is_shared_and_slides_like_eager(checkpoints, assets):
     # KV-shared layers read (and dequantize) the int8 codes another layer wrote
     check_int8_kv_cache("gemma4", checkpoints, assets, "kv-sharing", "runtime-index")
+
+
+@pytest.mark.parametrize("chunk", [16, 32])  # the tiny head dims: a [.., t, d] with t == d
+def test_a_prefill_chunk_equal_to_a_head_dim_decodes_like_transformers(
+    checkpoints, tmp_path, chunk
+):
+    """input-mask-blend once wrote prefill chunks with einsum("tc,bhtd->bhcd"), which the
+    runtime computes wrong when t == d (0.29-0.35 off in the logits); the write is a matmul
+    now (zoo.core.kv.InputMaskBlend.write)."""
+    from zoo.core.generator import runtime_greedy
+    from zoo.core.isolate import run_isolated
+    from zoo.core.plan import plan_export
+    from zoo.core.run import run_plan
+    from zoo.reference import greedy_reference
+
+    checkpoint = checkpoints["kv-sharing"]
+    plan = plan_export(
+        checkpoint, tmp_path / "a.aimodel", strategy="input-mask-blend", capacity=128, chunk=chunk
+    )
+    prompt = [(7 * i + 3) % 120 + 3 for i in range(2 * chunk + 1)]  # two prefill calls
+    outcome = run_isolated(runtime_greedy, str(run_plan(plan)), prompt, 8, timeout=300)
+    assert outcome.ok, outcome.summary()
+    assert outcome.result["tokens"] == greedy_reference(
+        reference_model("gemma4", checkpoint), prompt
+    )
