@@ -57,12 +57,12 @@ lint: $(STAMP)
 
 ## records: regenerate the committed records that pages render (Linux CPU runtime)
 records: $(STAMP) npm
-	$(BIN)/python -m zoo.core.records regenerate
+	$(BIN)/python -m zoo.core.io.records regenerate
 
 ## merge: add a device's records (RECORDS=dir written by --record) to docs/records/devices/
 merge: $(STAMP)
 	@test -n "$(RECORDS)" || { echo "usage: make merge RECORDS=out/"; exit 2; }
-	$(BIN)/python -m zoo.core.records merge $(RECORDS)
+	$(BIN)/python -m zoo.core.io.records merge $(RECORDS)
 
 ## bench: decode/prefill speed at real model shapes on this machine, recorded (not a test)
 bench: $(STAMP)

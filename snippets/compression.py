@@ -5,7 +5,7 @@ Run: python snippets/compression.py [--record DIR]  (every preset, both models)
 """
 
 # --8<-- [start:presets]
-from zoo.core.compress import PRESETS
+from zoo.core.compression.presets import PRESETS
 
 for name, preset in PRESETS.items():
     print(f"{name:13} {preset.summary}")
@@ -44,7 +44,7 @@ assert row["runtime vs compressed eager (max abs)"] < 1e-4
 # --8<-- [end:quality]
 
 # --8<-- [start:sidecar]
-from zoo.core.eager import torch_logits
+from zoo.core.model.eager import torch_logits
 from zoo.gemma4 import export_gemma4, load_gemma4
 
 gemma = make_tiny_checkpoint("gemma4", workdir / "tiny-gemma4", "kv-sharing")

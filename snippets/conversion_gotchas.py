@@ -73,7 +73,8 @@ except FileExistsError as error:
     print(error)  # ... already exists; replace it with --overwrite ...
 else:
     raise AssertionError(
-        "zoo.core.export replaced an existing asset without overwrite=True"
+        "zoo.core.export.convert replaced an existing asset without "
+        "overwrite=True"
     )
 # --8<-- [end:save_asset_replaces]
 
@@ -91,7 +92,7 @@ program.save_asset(workdir / "from_path.aimodel")  # a Path works
 # --8<-- [end:save_asset_str]
 
 # --8<-- [start:int64]
-from zoo.core.runtime import Model, RuntimeInputError
+from zoo.core.host.runtime import Model, RuntimeInputError
 
 embedding = nn.Embedding(16, 4)
 ids = torch.tensor([[1, 2, 3]])  # torch's default integer dtype: int64
@@ -168,7 +169,7 @@ y = asyncio.run(
 )
 np.testing.assert_array_equal(y, [0, 2, 4, 6])
 
-# zoo.core.runtime does the same synchronously (its event loop runs on a
+# zoo.core.host.runtime does the same synchronously (its event loop runs on a
 # thread of its own, so it also works inside Jupyter, where asyncio.run()
 # refuses to start a second loop).
 with Model.load(workdir / "double.aimodel") as loaded:

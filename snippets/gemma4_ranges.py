@@ -24,7 +24,7 @@ whole = export_model(model, "g4-whole.aimodel", chunk=4, overwrite=True)
 import numpy as np
 
 from zoo import DecodeSpec, run_isolated
-from zoo.core.generator import prefill_logits
+from zoo.core.host.generator import prefill_logits
 
 spec = DecodeSpec.of_asset(ranged)
 for start, stop in spec.ranges:
@@ -46,7 +46,7 @@ import json
 import torch
 
 from zoo import get_strategy
-from zoo.core.ranges import NEURAL_ENGINE_LAYERS, split_layers
+from zoo.core.export.ranges import NEURAL_ENGINE_LAYERS, split_layers
 from zoo.gemma4 import Gemma4, Gemma4Config
 from zoo.released import released_configs
 

@@ -100,7 +100,7 @@ import json
 
 import torch
 
-from zoo.core.components import ENCODERS
+from zoo.core.asset.encoders import ENCODERS
 from zoo.gemma4 import vision as gemma4_vision
 from zoo.qwen3_5 import vision as qwen3_5_vision
 from zoo.released import released_configs

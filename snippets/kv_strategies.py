@@ -31,9 +31,9 @@ print("8 steps: runtime == eager")
 import torch
 from torch import nn
 
-from zoo.core.export import EntryPoint, export
-from zoo.core.kv import causal_mask
-from zoo.core.layers import attend
+from zoo.core.asset.kv_writes import causal_mask
+from zoo.core.export.convert import EntryPoint, export
+from zoo.core.model.layers import attend
 
 
 class Prefill(nn.Module):

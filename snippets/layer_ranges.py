@@ -23,7 +23,7 @@ whole = export_model(model, "whole.aimodel", chunk=4, overwrite=True)
 import numpy as np
 
 from zoo import DecodeSpec, run_isolated
-from zoo.core.generator import prefill_logits
+from zoo.core.host.generator import prefill_logits
 
 spec = DecodeSpec.of_asset(ranged)
 print(f"ranges {spec.ranges}, prefill chunk {spec.chunk}")

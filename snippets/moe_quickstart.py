@@ -110,7 +110,7 @@ export_and_compare("gemma4", gemma4)
 
 # --8<-- [start:router]
 from zoo import get_preset
-from zoo.core.eager import torch_logits
+from zoo.core.model.eager import torch_logits
 
 
 def routes(model, ids: list[int]) -> list[set]:
@@ -150,8 +150,8 @@ for name, model in (("router fp32", int4), ("router 4-bit too", also)):
 import json
 
 from zoo import get_entry, get_strategy
-from zoo.core.experts import MixtureOfExperts
-from zoo.core.memory import BYTES_PER_WEIGHT
+from zoo.core.export.fit import BYTES_PER_WEIGHT
+from zoo.core.model.experts import MixtureOfExperts
 from zoo.released import released_configs
 
 

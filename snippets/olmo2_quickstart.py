@@ -18,7 +18,7 @@ checkpoint = make_tiny_checkpoint("olmo2", "tiny-olmo2")
 import torch
 
 from zoo import reference_model
-from zoo.core.eager import torch_logits
+from zoo.core.model.eager import torch_logits
 from zoo.olmo2 import load_olmo2
 
 prompt = [2, 17, 33, 91, 5, 77, 12, 9, 100, 3]

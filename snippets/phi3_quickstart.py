@@ -59,7 +59,7 @@ for name, (shape, dtype) in states.items():
 # --8<-- [end:states]
 
 # --8<-- [start:refused]
-from zoo.core.files import UnsupportedConfig
+from zoo.core.io.files import UnsupportedConfig
 
 # past the original context, longrope switches every position to its long
 # factors: the entry refuses that cache instead of computing something else

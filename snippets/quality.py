@@ -34,7 +34,7 @@ print(f"perplexity in torch eager {perplexity(eager, ids):.3f}")
 
 # --8<-- [start:mixed]
 from zoo import get_entry
-from zoo.core.compress import get_preset, mixed
+from zoo.core.compression.presets import get_preset, mixed
 from zoo.fetch import fetch
 
 # int4-block32 everywhere but the units named, which are int8 per channel

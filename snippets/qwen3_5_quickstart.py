@@ -57,7 +57,7 @@ for row in state_table:
 # --8<-- [end:states]
 
 # --8<-- [start:loops]
-from zoo.core.export import program_text
+from zoo.core.export.convert import program_text
 
 graphs = program_text(asset)
 # prefill runs the composite GatedDeltaUpdate: one while loop per DeltaNet

@@ -11,7 +11,7 @@ import tempfile
 from pathlib import Path
 
 import zoo
-from zoo.core.cli import run_command
+from zoo.core.cli.arguments import run_command
 
 # The commands run from the repository root.
 repo = Path(zoo.__file__).resolve().parents[1]
@@ -39,5 +39,5 @@ written = {path.name for path in out.iterdir()}
 assert {"kv-write-matrix.json", "bench-qwen3_5-tiny.json"} <= written
 
 # --8<-- [start:merge]
-print(run_command(f"python -m zoo.core.records merge {out}", cwd=repo))
+print(run_command(f"python -m zoo.core.io.records merge {out}", cwd=repo))
 # --8<-- [end:merge]

@@ -22,7 +22,7 @@ asset = zoo.export(
 # --8<-- [end:export]
 
 # --8<-- [start:decode]
-from zoo.core.speculative import generate_by_lookup
+from zoo.core.host.speculative import generate_by_lookup
 
 prompt = [3, 17, 5, 3, 17, 5, 3, 17]
 with zoo.Generator(asset) as generator:
@@ -35,7 +35,7 @@ assert looked == plain
 # --8<-- [end:decode]
 
 # --8<-- [start:draft]
-from zoo.core.speculative import DraftAsset
+from zoo.core.host.speculative import DraftAsset
 
 # a draft: the model's own first 2 layers, then its final norm and head
 early = zoo.export(

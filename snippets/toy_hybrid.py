@@ -22,7 +22,7 @@ from torch import nn
 
 from zoo import Model
 from zoo import export_module as export
-from zoo.core.layers import GatedMLP, attend
+from zoo.core.model.layers import GatedMLP, attend
 from zoo.qwen3_5.config import Qwen3_5Config
 from zoo.qwen3_5.model import GatedDeltaNet, RMSNorm
 

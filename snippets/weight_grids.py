@@ -16,7 +16,7 @@ from safetensors import safe_open
 from torch import nn
 
 from zoo import get_preset
-from zoo.core.stores import stored_bits
+from zoo.core.compression.stores import stored_bits
 from zoo.fetch import fetch
 
 

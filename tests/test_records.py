@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from zoo.core.records import DEVICES_DIR, RecordError, merge, write_record
+from zoo.core.io.records import DEVICES_DIR, RecordError, merge, write_record
 from zoo.site.harness import ROOT
 from zoo.site.hooks import render_marker
 
@@ -74,7 +74,7 @@ def test_merge_checks_every_record_before_copying_any(tmp_path):
 
 def test_merge_command_fails_loudly_on_a_bad_directory(tmp_path):
     done = subprocess.run(
-        [sys.executable, "-m", "zoo.core.records", "merge", str(tmp_path)],
+        [sys.executable, "-m", "zoo.core.io.records", "merge", str(tmp_path)],
         capture_output=True,
         text=True,
     )

@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from zoo.core.records import GENERATORS, RECORDS_DIR
+from zoo.core.io.records import GENERATORS, RECORDS_DIR
 from zoo.site.harness import ROOT
 from zoo.site.recipes import run_recipe
 

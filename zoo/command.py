@@ -14,8 +14,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from zoo.core.cli import COMMANDS, act, build_parser, command_of, common_options, say
-from zoo.core.commands import dispatch
+from zoo.core.cli.arguments import COMMANDS, act, build_parser, command_of, common_options, say
+from zoo.core.cli.commands import dispatch
 
 MORE_COMMANDS = {
     "list": "the zoo's entries, the model types each loads, and their released sizes",
@@ -108,7 +108,7 @@ def confined_snapshot(repo_id: str, folder: Path) -> Path:
     from huggingface_hub.constants import HF_HUB_CACHE
     from huggingface_hub.file_download import repo_folder_name
 
-    from zoo.core.files import confined
+    from zoo.core.io.files import confined
 
     repo = Path(HF_HUB_CACHE) / repo_folder_name(repo_id=repo_id, repo_type="model")
     snapshot = folder.resolve()
@@ -129,7 +129,7 @@ def confined_snapshot(repo_id: str, folder: Path) -> Path:
 
 def list_entries() -> int:
     """`zoo list`: a row per entry, in aligned columns."""
-    from zoo.core.entry import all_entries
+    from zoo.core.model.entry import all_entries
     from zoo.released import released_configs
 
     rows = [("entry", "family", "model types", "inputs", "released configs")]

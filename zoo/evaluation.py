@@ -12,12 +12,12 @@ exports each preset and asserts it again on a window). Per preset and text:
   fp32 with a paired interval (the same resampled windows for both: the two perplexities
   move together, so the change is known far better than either);
 - mean KL(fp32 || preset) in nats and top-1 agreement with fp32;
-- bits per weight as Apple counts them (`zoo.core.stores.stored_bits`: codes, scales,
+- bits per weight as Apple counts them (`zoo.core.compression.stores.stored_bits`: codes, scales,
   offsets and lookup tables, over every weight including the embedding), and the KV
   cache's bytes a token.
 
 A preset named with `+int8-kv` (`int4-block64+int8-kv`) is scored with its KV cache
-stored int8 as well (`zoo.core.cache`): every window's keys and values go through the
+stored int8 as well (`zoo.core.model.kv_cache`): every window's keys and values go through the
 int8 cache as the asset's would.
 """
 
@@ -39,8 +39,10 @@ CALIBRATION = ("sotu-calibration", "python-howto")
 CALIBRATION_WINDOWS = 16  # of each calibration text: 32 x 512 tokens
 RESAMPLES = 2000
 PRESETS = ("fp32", "int8", "int4-block32", "palettize4")
-BITS = "bits per weight (with scales)"  # as Apple counts them: zoo.core.stores.stored_bits
-INT8_KV = "+int8-kv"  # a scored preset's suffix: its KV cache stored int8 (zoo.core.cache)
+BITS = (
+    "bits per weight (with scales)"  # as Apple counts them: zoo.core.compression.stores.stored_bits
+)
+INT8_KV = "+int8-kv"  # a scored preset's suffix: its KV cache stored int8 (zoo.core.model.kv_cache)
 
 
 def split_variant(variant: str) -> tuple[str, str]:
@@ -59,7 +61,7 @@ def text_windows(name: str, text: str, windows: int, window: int = WINDOW) -> li
     """`windows` consecutive windows of `window` ids of fetched `text` (its files in name
     order), as real model `name` tokenizes it; each starts with the tokenizer's own
     special tokens (a bos), as a text would."""
-    from zoo.core.text import load_tokenizer
+    from zoo.core.asset.tokenizer import load_tokenizer
     from zoo.fetch import fetch
     from zoo.texts import fetch_text
 
@@ -143,11 +145,11 @@ def evaluate(
     torch eager, against fp32 on the same windows. With `check_runtime` (a directory),
     each scored model is exported there and its runtime logits checked against eager's
     (`runtime_equals_eager`)."""
-    from zoo.core.cache import set_kv_cache
-    from zoo.core.compress import get_preset
-    from zoo.core.eager import decode_spec, torch_logits
-    from zoo.core.entry import get_entry
-    from zoo.core.stores import stored_bits
+    from zoo.core.compression.presets import get_preset
+    from zoo.core.compression.stores import stored_bits
+    from zoo.core.model.eager import decode_spec, torch_logits
+    from zoo.core.model.entry import get_entry
+    from zoo.core.model.kv_cache import set_kv_cache
     from zoo.fetch import fetch, get_real_model
 
     entry, checkpoint = get_entry(get_real_model(name).entry), fetch(name)
@@ -227,9 +229,9 @@ def runtime_equals_eager(name: str, preset: str, model, directory: str | Path, t
     """Export `model` (real model `name` loaded with `preset`, as scored) with a score
     function and check, on the first window's first `tokens` ids of the first text, that
     the runtime's logits are eager's."""
-    from zoo.core.decode import export_model
-    from zoo.core.eager import torch_logits
+    from zoo.core.export.functions import export_model
     from zoo.core.isolate import run_isolated
+    from zoo.core.model.eager import torch_logits
     from zoo.fetch import fetch
     from zoo.quality import perplexity, runtime_logits
 
@@ -267,7 +269,7 @@ def runtime_equals_eager(name: str, preset: str, model, directory: str | Path, t
 
 
 def main(argv: list[str] | None = None) -> int:
-    from zoo.core.compress import MIXED_KINDS
+    from zoo.core.compression.presets import MIXED_KINDS
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("model", help="a real model of zoo.fetch")
@@ -289,7 +291,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     record = None
     if args.record:  # refused now, not after an hour of scoring
-        from zoo.core.records import record_path
+        from zoo.core.io.records import record_path
 
         try:
             record = record_path(args.record, args.name or f"evaluation-{args.model}")
@@ -316,7 +318,7 @@ def main(argv: list[str] | None = None) -> int:
     for row in results["rows"]:
         print(describe(row))
     if record:
-        from zoo.core.records import write_record
+        from zoo.core.io.records import write_record
 
         print(f"wrote {write_record(record.parent, record.stem, results)}")
     return 0

@@ -30,7 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from zoo.core.staging import locked
+from zoo.core.io.staging import locked
 
 CACHE_ENV = "ZOO_CACHE"
 
@@ -157,7 +157,7 @@ def _fetch_once(
 ) -> Path:
     """`root/kind/NAME`, built once by `build(work, fresh)` (which returns what
     FETCHED.json records) under a file lock, in a staging directory renamed into place."""
-    from zoo.core.staging import replacing_directory
+    from zoo.core.io.staging import replacing_directory
 
     root = Path(root) if root is not None else cache_root()
     directory = root / kind / item.name
@@ -252,7 +252,7 @@ def _gguf_item(gguf: Path):
     """What names a GGUF file's conversion in the cache: its stem and content hash."""
     from types import SimpleNamespace
 
-    from zoo.core.asset import file_digest
+    from zoo.core.asset.opened import file_digest
 
     if not gguf.is_file():
         raise FetchError(f"{gguf} is not a file: name a .gguf file")
@@ -289,7 +289,7 @@ def checkpoint_of_gguf(
 
 
 def main(argv: list[str] | None = None, prog: str = "python -m zoo.fetch") -> int:
-    from zoo.core.cli import common_options
+    from zoo.core.cli.arguments import common_options
 
     parser = argparse.ArgumentParser(
         prog=prog,

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from zoo.core.export_cache import CACHE_ENV as EXPORT_CACHE_ENV
-from zoo.core.export_cache import summary as export_summary
-from zoo.core.provenance import describe, provenance
-from zoo.core.runtime import COMPUTE_UNIT_ENV, COMPUTE_UNITS, default_compute_unit
+from zoo.core.export.session_cache import CACHE_ENV as EXPORT_CACHE_ENV
+from zoo.core.export.session_cache import summary as export_summary
+from zoo.core.host.runtime import COMPUTE_UNIT_ENV, COMPUTE_UNITS, default_compute_unit
+from zoo.core.io.provenance import describe, provenance
 from zoo.testing import CACHE_ENV, RECORD_ENV
 
 
@@ -50,7 +50,7 @@ def pytest_configure(config) -> None:
         config._zoo_cache_owner = True
     # recipes run once per session, shared by pages, the build and tests/test_snippets.py
     os.environ.setdefault("ZOO_RECIPE_RUNS", os.path.join(os.environ[CACHE_ENV], "recipes"))
-    # identical exports too, wherever they run (zoo.core.export_cache); set empty: off
+    # identical exports too, wherever they run (zoo.core.export.session_cache); set empty: off
     if os.environ.setdefault(EXPORT_CACHE_ENV, os.path.join(os.environ[CACHE_ENV], "exports")):
         os.makedirs(os.environ[EXPORT_CACHE_ENV], exist_ok=True)
 

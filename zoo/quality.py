@@ -2,7 +2,7 @@
 
 `python -m zoo.quality smollm2-135m-instruct [--presets fp32,int8,...] [--record DIR]`
 exports the fetched model (`zoo.fetch`) once per preset with a `score` function (every
-row's logits, `zoo.core.generator.Generator.score`), runs it on the Core AI runtime in a
+row's logits, `zoo.core.host.generator.Generator.score`), runs it on the Core AI runtime in a
 process of its own, and scores the first `TOKENS` tokens of a public-domain text nobody
 chose anything on (Lincoln's 1862 address, `zoo.texts.REAL_TEXTS`):
 
@@ -12,7 +12,7 @@ chose anything on (Lincoln's 1862 address, `zoo.texts.REAL_TEXTS`):
 - bits per weight (code bits, Apple's convention), asset bytes, export seconds and the
   median decode step on the runtime.
 
-`sweep` chooses the `mixed` preset (`zoo.core.compress.mixed`) on a calibration text
+`sweep` chooses the `mixed` preset (`zoo.core.compression.presets.mixed`) on a calibration text
 (Washington's 1790 address, never the scored one): each unit (the embedding table, each
 decoder layer) is stored int4-block32 alone and the KL it adds is measured in torch eager;
 the units that add most per extra bit go to int8 until the bits-per-weight budget is spent.
@@ -49,7 +49,7 @@ def say(message: str) -> None:
 def text_ids(name: str, file: str, tokens: int = TOKENS) -> list[int]:
     """The first `tokens` ids of a fetched text, as real model `name` tokenizes it (its
     own special tokens first, e.g. a bos)."""
-    from zoo.core.text import encode_prompt, load_tokenizer
+    from zoo.core.asset.tokenizer import encode_prompt, load_tokenizer
     from zoo.fetch import fetch
     from zoo.texts import fetch_text
 
@@ -74,9 +74,9 @@ def eager_logits(name: str, preset, ids: list[int]) -> np.ndarray:
     same weights in transformers' model, computed in float16."""
     import torch
 
-    from zoo.core.compress import get_preset
-    from zoo.core.eager import torch_logits
-    from zoo.core.entry import get_entry
+    from zoo.core.compression.presets import get_preset
+    from zoo.core.model.eager import torch_logits
+    from zoo.core.model.entry import get_entry
     from zoo.fetch import fetch, get_real_model
 
     preset = get_preset(preset)
@@ -91,7 +91,7 @@ def eager_logits(name: str, preset, ids: list[int]) -> np.ndarray:
 
 def runtime_logits(asset: str, ids: list[int]) -> np.ndarray:
     """Every row's logits of `ids` on the Core AI runtime (run it with `run_isolated`)."""
-    from zoo.core.generator import Generator
+    from zoo.core.host.generator import Generator
 
     with Generator(asset) as generator:
         return generator.score(ids)
@@ -105,7 +105,7 @@ def runtime_costs(asset: str, ids: list[int], budget_s: float) -> dict:
     import statistics
     import time
 
-    from zoo.core.generator import Generator
+    from zoo.core.host.generator import Generator
 
     def timed(feed, piece) -> float:
         started = time.perf_counter()
@@ -135,7 +135,7 @@ def runtime_costs(asset: str, ids: list[int], budget_s: float) -> dict:
 def scores(logits: np.ndarray, ids: list[int], reference: np.ndarray) -> dict:
     """Perplexity, KL and top-1 against `reference`; None where the logits are not all
     finite (an overflow has no perplexity: JSON has no NaN)."""
-    from zoo.core.compress import quality
+    from zoo.core.compression.presets import quality
 
     if not np.isfinite(logits).all():
         return {"perplexity": None, "KL": None, "top-1": None}
@@ -154,11 +154,11 @@ def _rounded(value: float | None, digits: int) -> float | None:
 def quality_row(name: str, preset, directory: str | Path, ids: list[int], reference) -> dict:
     """One row of the quality table: export `preset` of `name` with a score function, score
     `ids` on the runtime (own process) and in eager, and time a decode step."""
-    from zoo.core.compress import get_preset
-    from zoo.core.decode import export_model
-    from zoo.core.entry import get_entry
+    from zoo.core.compression.presets import get_preset
+    from zoo.core.export.functions import export_model
     from zoo.core.isolate import run_isolated
-    from zoo.core.layout import default_chunk
+    from zoo.core.model.entry import get_entry
+    from zoo.core.model.layout import default_chunk
     from zoo.fetch import fetch, get_real_model
 
     preset = get_preset(preset)
@@ -221,16 +221,16 @@ def units(model) -> list[str]:
 
 
 def sweep(name: str, budget: float | None = None, progress=say, kind: str = "mixed") -> dict:
-    """Choose the mixed preset of family `kind` (`zoo.core.compress.MIXED_KINDS`) of real
+    """Choose the mixed preset of family `kind` (`zoo.core.compression.presets.MIXED_KINDS`) of real
     model `name` on the calibration text: the KL each unit adds when it alone is stored
     4-bit (torch eager, the rest fp32), then units promoted to 8 bits by KL per extra bit
     until `budget` code bits per weight (the family's by default) would be passed."""
     import copy
 
-    from zoo.core.compress import MIXED_KINDS, mixed
-    from zoo.core.eager import torch_logits
-    from zoo.core.entry import get_entry
-    from zoo.core.weights import replace_module
+    from zoo.core.checkpoint.weights import replace_module
+    from zoo.core.compression.presets import MIXED_KINDS, mixed
+    from zoo.core.model.eager import torch_logits
+    from zoo.core.model.entry import get_entry
     from zoo.fetch import fetch, get_real_model
 
     budget = MIXED_KINDS[kind].budget if budget is None else budget
@@ -284,8 +284,8 @@ def sweep(name: str, budget: float | None = None, progress=say, kind: str = "mix
 def quality_record(name: str, presets: list[str], directory: str | Path) -> Path:
     """The record `quality-NAME`: the sweep's choice and a row per preset (`make records`;
     about three minutes a preset on two cores)."""
-    from zoo.core.compress import get_preset
-    from zoo.core.records import write_record
+    from zoo.core.compression.presets import get_preset
+    from zoo.core.io.records import write_record
 
     ids = text_ids(name, SCORED)
     reference = eager_logits(name, "fp32", ids)
@@ -315,7 +315,7 @@ def quality_record(name: str, presets: list[str], directory: str | Path) -> Path
 
 
 def main(argv: list[str] | None = None, prog: str = "python -m zoo.quality") -> int:
-    from zoo.core.compress import MIXED_KINDS
+    from zoo.core.compression.presets import MIXED_KINDS
     from zoo.fetch import REAL_MODELS, FetchError
 
     parser = argparse.ArgumentParser(
@@ -337,10 +337,10 @@ def main(argv: list[str] | None = None, prog: str = "python -m zoo.quality") -> 
     )
     parser.add_argument("--record", metavar="DIR", help="write the record quality-NAME.json")
     args = parser.parse_args(argv)
-    from zoo.core.compress import PRESETS as KNOWN
+    from zoo.core.compression.presets import PRESETS as KNOWN
 
     if args.record:  # refused now, not after minutes of scoring
-        from zoo.core.records import record_path
+        from zoo.core.io.records import record_path
 
         try:
             record_path(args.record, f"quality-{args.name}")

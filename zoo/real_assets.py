@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from zoo.core.staging import locked
+from zoo.core.io.staging import locked
 from zoo.fetch import cache_root, fetch, get_real_model, say
 
 
@@ -56,11 +56,11 @@ def exported(
     `assets/` keyed by `code_key()`, and an older key's asset of the same options goes.
     The tests and the pages share it; an export takes 1 to 3 minutes. It has the `score`
     function (`score_chunk` rows, every row's logits: `zoo.quality`) unless
-    `score_chunk=None`; `layers_per_function` exports layer ranges (`zoo.core.ranges`);
+    `score_chunk=None`; `layers_per_function` exports layer ranges (`zoo.core.export.ranges`);
     `first_layers` only the first N layers and the head (an early-exit draft)."""
-    from zoo.core.decode import export_model
-    from zoo.core.entry import get_entry
-    from zoo.core.layout import default_chunk
+    from zoo.core.export.functions import export_model
+    from zoo.core.model.entry import get_entry
+    from zoo.core.model.layout import default_chunk
 
     model = get_real_model(name)
     checkpoint = fetch(name, root, progress)
@@ -76,7 +76,7 @@ def exported(
             progress(f"exporting {model.title} ({compress}, capacity {capacity}) once ...")
             loaded = get_entry(model.entry).load(checkpoint, compress=compress, capacity=capacity)
             if first_layers:
-                from zoo.core.ranges import keep_first_layers
+                from zoo.core.export.ranges import keep_first_layers
 
                 keep_first_layers(loaded, first_layers)
             chunk = min(default_chunk(), capacity)

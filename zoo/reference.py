@@ -94,7 +94,7 @@ def reference_model(entry, directory: str | Path):
 
 
 def _entry(entry):
-    from zoo.core.entry import get_entry
+    from zoo.core.model.entry import get_entry
 
     return get_entry(entry) if isinstance(entry, str) else entry
 
@@ -209,10 +209,10 @@ def parity_row(
     exported to `asset`) against transformers' `generate`."""
     import torch
 
-    from zoo.core.decode import export_model
-    from zoo.core.eager import torch_logits
-    from zoo.core.entry import get_entry
-    from zoo.core.generator import Generator
+    from zoo.core.export.functions import export_model
+    from zoo.core.host.generator import Generator
+    from zoo.core.model.eager import torch_logits
+    from zoo.core.model.entry import get_entry
 
     entry = get_entry(model)
     reference = reference_model(entry, checkpoint)
@@ -268,10 +268,10 @@ def text_beside_transformers(
 def _text_beside_transformers(
     asset: str, checkpoint: str, prompt: str, chat: bool, new_tokens: int
 ) -> dict:
-    from zoo.core.generator import greedy_on_runtime
+    from zoo.core.asset.decode_spec import DecodeSpec
+    from zoo.core.asset.tokenizer import encode_prompt, load_tokenizer
+    from zoo.core.host.generator import greedy_on_runtime
     from zoo.core.isolate import run_isolated
-    from zoo.core.spec import DecodeSpec
-    from zoo.core.text import encode_prompt, load_tokenizer
 
     checkpoint = Path(checkpoint)
     spec = DecodeSpec.of_asset(asset)
@@ -299,10 +299,10 @@ def _text_beside_transformers(
 def store_experts_mxfp4(directory: Path) -> None:
     """Rewrite a checkpoint's stacked expert weights (`*.mlp.experts.gate_up_proj`,
     `down_proj`) as MXFP4 blocks and scales and say so in config.json, as GPT-OSS is
-    released (`zoo.core.mxfp4.quantize`; biases stay as they are)."""
+    released (`zoo.core.checkpoint.mxfp4.quantize`; biases stay as they are)."""
     from safetensors.torch import load_file, save_file
 
-    from zoo.core.mxfp4 import BLOCKS, SCALES, quantize
+    from zoo.core.checkpoint.mxfp4 import BLOCKS, SCALES, quantize
 
     for path in sorted(directory.glob("*.safetensors")):
         tensors = load_file(path)

@@ -16,9 +16,9 @@ import json
 import re
 from pathlib import Path
 
-from zoo.core.decode import export_model as export
-from zoo.core.entry import all_entries, get_entry
-from zoo.core.files import UnsupportedConfig
+from zoo.core.export.functions import export_model as export
+from zoo.core.io.files import UnsupportedConfig
+from zoo.core.model.entry import all_entries, get_entry
 
 MODELS = tuple(all_entries())  # every zoo model has released configs
 ROOT = Path(__file__).resolve().parent
@@ -254,7 +254,7 @@ def tiny_layers(released: dict, tiny: dict) -> str:
 def runtime_logits(asset: str, ids: list[int]) -> list[list[float]]:
     """The logits after each of `ids` on the Core AI runtime, fed one token at a time
     (teacher forcing: the row i scores the token after ids[: i + 1])."""
-    from zoo.core.generator import Generator
+    from zoo.core.host.generator import Generator
 
     with Generator(asset) as generator:
         return [generator.feed([token]).tolist() for token in ids]
@@ -265,7 +265,7 @@ def check_released(model: str, name: str, workdir: str | Path) -> dict:
     refused with the reason."""
     import torch
 
-    from zoo.core.generator import runtime_greedy
+    from zoo.core.host.generator import runtime_greedy
     from zoo.core.isolate import run_isolated
     from zoo.reference import greedy_reference_logits, logits_error
 

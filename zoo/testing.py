@@ -11,7 +11,7 @@ import math
 import os
 from pathlib import Path
 
-from zoo.core.runtime import default_compute_unit
+from zoo.core.host.runtime import default_compute_unit
 from zoo.reference import logits_error, make_tiny_checkpoint, reference_model
 
 CACHE_ENV = "ZOO_RESULT_CACHE"
@@ -24,16 +24,18 @@ TEST_LAYOUTS = {
     # with a verify function of 4 tokens: prompt lookup is checked on it (`greedy_and_lookup`)
     "default": {"score_chunk": 4},
     "as-authored": {"weights": "linear", "keys": "bhtd"},
-    "ranges": {"layers_per_function": 1},  # one function per layer (zoo.core.ranges)
+    "ranges": {"layers_per_function": 1},  # one function per layer (zoo.core.export.ranges)
     # prefill over attention spans of 8 and 16 columns below the 64 of the tests' context
-    # (zoo.core.spec.DecodeSpec.spans): check_layout_computes_the_same calls all three
+    # (zoo.core.asset.decode_spec.DecodeSpec.spans): check_layout_computes_the_same calls all three
     "spans": {"spans": [8, 16]},
     "ranges-spans": {"layers_per_function": 1, "spans": [8, 16]},
     # mixtures of experts, each formulation beside the default ("auto": every expert in
-    # Linux's blocked layout, GatherMM on a Mac; zoo.core.layout.auto_experts)
+    # Linux's blocked layout, GatherMM on a Mac; zoo.core.model.layout.auto_experts)
     "all-experts": {"experts": "all"},
     "chosen-experts": {"experts": "chosen"},
-    "int8-kv": {"kv_cache": "int8"},  # the KV cache as int8 codes and scales (zoo.core.cache)
+    "int8-kv": {
+        "kv_cache": "int8"
+    },  # the KV cache as int8 codes and scales (zoo.core.model.kv_cache)
 }
 
 
@@ -64,7 +66,7 @@ def record(name: str, results: dict) -> None:
     """Write a record of this run when `pytest --record DIR` (or `$ZOO_RECORD_DIR`) asks."""
     directory = os.environ.get(RECORD_ENV)
     if directory:
-        from zoo.core.records import write_record
+        from zoo.core.io.records import write_record
 
         write_record(directory, name, results, compute_unit=default_compute_unit())
 
@@ -73,8 +75,9 @@ def engine_greedy_on_runtime(
     bundle: str, prompt: list[int], context: int, chunk: int, new_tokens: int = 8
 ) -> dict:
     """Greedy tokens and the logits after the prompt from a bundle for Apple's engine, run
-    as that engine is reported to run it (`zoo.core.engine.EngineRunner`; isolate it)."""
-    from zoo.core.engine import EngineRunner
+    as that engine is reported to run it (isolate it:
+    `zoo.core.export.apple_engine.EngineRunner`)."""
+    from zoo.core.export.apple_engine import EngineRunner
 
     with EngineRunner(bundle, context, chunk) as runner:
         logits = runner.feed(prompt)
@@ -84,8 +87,8 @@ def engine_greedy_on_runtime(
 
 def exported_assets(model: str, checkpoints: dict, directory, capacity: int, chunk: int):
     """The session's `ExportedAssets` of zoo model `model` over its tiny `checkpoints`."""
-    from zoo.core.decode import export_model
-    from zoo.core.entry import get_entry
+    from zoo.core.export.functions import export_model
+    from zoo.core.model.entry import get_entry
 
     def export(variant, strategy, path, **layout):
         loaded = get_entry(model).load(checkpoints[variant], strategy, capacity)
@@ -107,10 +110,10 @@ def check_runtime_greedy(
     own, against transformers' `generate` on the same checkpoint; recorded, and compared
     with what this target expects of the recipe's KV write (`zoo.lab.expected`: e.g. a
     crash on the macOS beta GPU)."""
-    from zoo.core.asset import read_metadata
-    from zoo.core.entry import get_entry
-    from zoo.core.generator import runtime_greedy
+    from zoo.core.asset.opened import read_metadata
+    from zoo.core.host.generator import runtime_greedy
     from zoo.core.isolate import run_isolated
+    from zoo.core.model.entry import get_entry
     from zoo.lab.expected import RAN_EXACT, current_target, expected, mismatch
     from zoo.reference import greedy_reference_logits
 
@@ -174,9 +177,9 @@ def check_layout_computes_the_same(
     ranges, each chunk on the shortest span that holds it), then single steps."""
     import numpy as np
 
-    from zoo.core.generator import runtime_feed_logits
+    from zoo.core.asset.decode_spec import DecodeSpec
+    from zoo.core.host.generator import runtime_feed_logits
     from zoo.core.isolate import run_isolated
-    from zoo.core.spec import DecodeSpec
 
     other, whole = assets[variant, strategy, layout], assets[variant, strategy]
     spec, asked = DecodeSpec.of_asset(other), TEST_LAYOUTS[layout]
@@ -203,7 +206,7 @@ def entry_fixtures(model: str, capacity: int = 64, chunk: int = 4):
     where the family has one; and the `ExportedAssets` over them, exported on first use."""
     import pytest
 
-    from zoo.core.entry import get_entry
+    from zoo.core.model.entry import get_entry
 
     @pytest.fixture(scope="session")
     def checkpoints(tmp_path_factory) -> dict:
@@ -225,8 +228,8 @@ def check_logits_match_transformers(model: str, checkpoint, prompt: list[int]) -
     """The re-authored torch model's logits of `prompt` are transformers' within 1e-4."""
     import torch
 
-    from zoo.core.eager import torch_logits
-    from zoo.core.entry import get_entry
+    from zoo.core.model.eager import torch_logits
+    from zoo.core.model.entry import get_entry
 
     entry = get_entry(model)
     ours = entry.load(checkpoint, "runtime-index", 64)
@@ -242,11 +245,11 @@ def check_window_shorter_than_the_cache(
     and, with both KV strategies, runtime greedy tokens and logits like transformers."""
     import torch
 
-    from zoo.core.decode import export_model
-    from zoo.core.eager import torch_logits
-    from zoo.core.entry import get_entry
-    from zoo.core.generator import runtime_greedy
+    from zoo.core.export.functions import export_model
+    from zoo.core.host.generator import runtime_greedy
     from zoo.core.isolate import run_isolated
+    from zoo.core.model.eager import torch_logits
+    from zoo.core.model.entry import get_entry
     from zoo.reference import greedy_reference_logits
 
     entry = get_entry(model)

@@ -12,7 +12,7 @@ from zoo.testing import ExportedAssets, check_layout_computes_the_same, check_ru
 def other_formulation() -> str:
     """The test layout computing the experts the other way from the default asset's
     (`--experts auto`: every expert in Linux's blocked layout, the chosen ones on a Mac)."""
-    from zoo.core.layout import auto_experts, default_layout
+    from zoo.core.model.layout import auto_experts, default_layout
 
     default = auto_experts(default_layout()["weights"])
     return "chosen-experts" if default == "all" else "all-experts"
@@ -58,7 +58,7 @@ def mixture_of_experts_tests(model: str, prompt: list[int], chunk: int) -> dict:
     def test_layer_ranges_decode_like_transformers_and_like_one_function(
         checkpoints, assets, strategy
     ):
-        from zoo.core.spec import DecodeSpec
+        from zoo.core.asset.decode_spec import DecodeSpec
 
         layout = "ranges"
         check_runtime_greedy(model, checkpoints, assets, "default", strategy, prompt, layout)
@@ -76,7 +76,7 @@ def mixture_of_experts_tests(model: str, prompt: list[int], chunk: int) -> dict:
 
 
 def check_experts_compressed_stacked(checkpoint, directory, prompt: list[int] | None) -> None:
-    """Experts are compressed stacked (`zoo.core.stores`), whether published stacked
+    """Experts are compressed stacked (`zoo.core.compression.stores`), whether published stacked
     (GPT-OSS, Gemma 4) or one module per expert (stacked as they are read, before
     compression): `--compress` keeps `--experts auto` on the chosen experts, GatherMM
     reads the codes, the router stays float32, and the chosen and every-expert assets
@@ -84,12 +84,12 @@ def check_experts_compressed_stacked(checkpoint, directory, prompt: list[int] | 
     whose experts compute as another's already tested)."""
     from torch.nn.utils import parametrize
 
-    from zoo.core.entry import load
-    from zoo.core.experts import StackedExperts
-    from zoo.core.generator import runtime_greedy
+    from zoo.core.export.plan import plan_export
+    from zoo.core.export.run import run_plan
+    from zoo.core.host.generator import runtime_greedy
     from zoo.core.isolate import run_isolated
-    from zoo.core.plan import plan_export
-    from zoo.core.run import run_plan
+    from zoo.core.model.entry import load
+    from zoo.core.model.experts import StackedExperts
 
     directory = Path(directory)
     model = load(checkpoint, capacity=64, compress="int4-block32", experts="chosen")
@@ -100,7 +100,7 @@ def check_experts_compressed_stacked(checkpoint, directory, prompt: list[int] | 
     assert not any(
         parametrize.is_parametrized(m) for m in model.modules() if hasattr(m, "is_router")
     )
-    # uncompressed, auto follows the weights layout (zoo.core.layout.auto_experts)
+    # uncompressed, auto follows the weights layout (zoo.core.model.layout.auto_experts)
     for weights, formulation in (("blocked", "all"), ("linear", "chosen")):
         auto = plan_export(checkpoint, directory / "auto.aimodel", weights=weights)
         assert auto.experts == formulation, (weights, auto.experts)

@@ -1,4 +1,4 @@
-"""The int8 KV cache checked on an entry's tiny checkpoint (`zoo.core.cache`): one helper,
+"""The int8 KV cache checked on an entry's tiny checkpoint (`zoo.core.model.kv_cache`): one helper,
 called by the entries' tests, that exports with `TEST_LAYOUTS["int8-kv"]`."""
 
 from __future__ import annotations
@@ -14,12 +14,12 @@ def check_int8_kv_cache(
     chunks and single steps; close to the fp32 cache's logits, not equal to them."""
     import numpy as np
 
-    from zoo.core.cache import kv_caches, set_kv_cache
-    from zoo.core.eager import decode_spec, torch_logits
-    from zoo.core.entry import get_entry
-    from zoo.core.generator import runtime_feed_logits
+    from zoo.core.asset.decode_spec import DecodeSpec
+    from zoo.core.host.generator import runtime_feed_logits
     from zoo.core.isolate import run_isolated
-    from zoo.core.spec import DecodeSpec
+    from zoo.core.model.eager import decode_spec, torch_logits
+    from zoo.core.model.entry import get_entry
+    from zoo.core.model.kv_cache import kv_caches, set_kv_cache
 
     asset = assets[variant, strategy, "int8-kv"]
     spec = DecodeSpec.of_asset(asset)

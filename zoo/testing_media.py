@@ -19,7 +19,7 @@ def random_image(height: int, width: int, seed: int):
 
 def write_wav(path, seconds: float, seed: int, rate=16000, width=2, channels=1) -> np.ndarray:
     """A WAV file of a tone plus noise (PCM of `width` bytes, `channels` alike); returns
-    the samples as `zoo.core.audio.read_wav` should read them."""
+    the samples as `zoo.core.host.audio.read_wav` should read them."""
     import wave
 
     rng = np.random.default_rng(seed)
@@ -52,14 +52,14 @@ def feature_extractor(checkpoint: Path, name: str):
 
 
 def asset_components(asset: str | Path) -> dict:
-    from zoo.core.asset import open_asset
+    from zoo.core.asset.opened import open_asset
 
     return open_asset(asset).components
 
 
 def prompt_of(asset: str | Path, text: str, images: list) -> list[int]:
     """Prompt ids of `images` then `text` in one user turn of the asset's chat template."""
-    from zoo.core.media import asset_prompt
+    from zoo.core.host.media import asset_prompt
 
     return asset_prompt(asset, text, images=images)
 
@@ -68,7 +68,7 @@ def reference_processor(entry: str, checkpoint):
     """transformers' image processor of the checkpoint (the PIL path the tiny ones write)."""
     import importlib
 
-    from zoo.core.entry import get_entry
+    from zoo.core.model.entry import get_entry
 
     found = get_entry(entry)
     name = found.transformers_name
@@ -121,8 +121,8 @@ def image_fixtures(entry: str, checkpoints: dict[object, dict], capacity: int, c
 
     @pytest.fixture(scope="session")
     def image_assets(image_checkpoints, tmp_path_factory):
-        from zoo.core.plan import plan_export
-        from zoo.core.run import run_plan
+        from zoo.core.export.plan import plan_export
+        from zoo.core.export.run import run_plan
 
         root, made = tmp_path_factory.mktemp(f"{entry}-image-assets"), {}
 
@@ -151,7 +151,7 @@ def check_answer_about_image(
     """8 greedy tokens about `image` (saved at `path`) on the runtime, in a process of
     their own, identical to transformers' on `checkpoint`, the logits after the prompt
     within `tolerance`; returns the prompt."""
-    from zoo.core.generator import runtime_greedy
+    from zoo.core.host.generator import runtime_greedy
     from zoo.core.isolate import run_isolated
 
     image.save(path)

@@ -10,8 +10,8 @@ def greedy_and_lookup(asset: str, prompt: list[int]) -> dict:
     the prompt said three times, and guesses that are plain greedy's own tokens with every
     third call's second guess wrong (so calls keep all, some and none of their guesses);
     or why speculation refuses the asset (recurrent states). Isolate it."""
-    from zoo.core.generator import Generator, runtime_greedy
-    from zoo.core.speculative import check_rewindable, generate_by_lookup
+    from zoo.core.host.generator import Generator, runtime_greedy
+    from zoo.core.host.speculative import check_rewindable, generate_by_lookup
 
     result = runtime_greedy(asset, prompt)
     with Generator(asset) as generator:
@@ -45,8 +45,8 @@ def greedy_and_lookup(asset: str, prompt: list[int]) -> dict:
 def narrow_and_wide(asset: str, prompt: list[int], new_tokens: int) -> dict:
     """Plain greedy decoding, then guesses that are its own tokens, one guess and then as
     many as fit in turn: a verify call of each width the asset has (isolate it)."""
-    from zoo.core.generator import Generator
-    from zoo.core.speculative import generate_by_lookup
+    from zoo.core.host.generator import Generator
+    from zoo.core.host.speculative import generate_by_lookup
 
     with Generator(asset) as generator:
         plain = generator.generate(prompt, new_tokens, stop_token_ids=[])

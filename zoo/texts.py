@@ -66,7 +66,7 @@ REAL_TEXTS = {
                 )
             ),
         ),
-        # calibration text for GPTQ (`zoo.core.gptq`): other addresses, and the Python
+        # calibration text for GPTQ (`zoo.core.compression.gptq`): other addresses, and the Python
         # HOWTOs (technical prose with code, not the tutorial the evaluation scores)
         RealText(
             name="sotu-calibration",

@@ -27,14 +27,14 @@ from dataclasses import asdict
 from zoo.bench.cells import CODE_FILES, bench_cell, profile_cell
 from zoo.bench.measure import measure_read_bandwidth
 from zoo.bench.shapes import ALL_SHAPES, DEFAULT_LAYOUT, LAYOUTS, SHAPES, TINY, Shape
-from zoo.core.cli import whole_number
-from zoo.core.runtime import COMPUTE_UNITS, default_compute_unit
+from zoo.core.cli.arguments import whole_number
+from zoo.core.host.runtime import COMPUTE_UNITS, default_compute_unit
 
 
 def run_profiles(shape_names: list[str], workdir: str, record_dir: str | None) -> dict:
     """Profile each shape in its own process; records `bench-profile-<shape>.json`."""
+    from zoo.core.io.records import write_record
     from zoo.core.isolate import run_isolated
-    from zoo.core.records import write_record
 
     results = {}
     for name in shape_names:
@@ -56,10 +56,10 @@ def run_chunks(
 ) -> dict:
     """Prefill at each chunk size (first strategy, default layout), runtime beside eager in
     the same process; records `bench-chunks-<shape>.json`. What it finds is the platform's
-    default chunk (`zoo.core.layout.DEFAULT_CHUNK`)."""
+    default chunk (`zoo.core.model.layout.DEFAULT_CHUNK`)."""
     from zoo.bench.chunks import PROMPTS, chunk_choice, first_token_s
+    from zoo.core.io.records import write_record
     from zoo.core.isolate import run_isolated
-    from zoo.core.records import write_record
 
     results = {}
     for name in shape_names:
@@ -117,7 +117,7 @@ def run_chunks(
 def run_matmul(repeats: int, record_dir: str | None, **sizes) -> list[dict]:
     """`zoo.bench.matmul` rows; records `bench-matmul.json`."""
     from zoo.bench.matmul import matmul_rows
-    from zoo.core.records import write_record
+    from zoo.core.io.records import write_record
 
     say("one projection per formulation, timed at several prefill row counts ...")
     rows = matmul_rows(repeats=repeats, **sizes)
@@ -132,7 +132,7 @@ def run_matmul(repeats: int, record_dir: str | None, **sizes) -> list[dict]:
 def cells_for(shape: Shape, quick: bool) -> list[tuple[str, str]]:
     """(strategy, layout) cells: each strategy in the default layout, then the layout steps
     for the first strategy, but the one the default cell measured (quick: defaults only)."""
-    from zoo.core.layout import default_layout
+    from zoo.core.model.layout import default_layout
 
     cells = [(strategy, DEFAULT_LAYOUT) for strategy in shape.strategies]
     if not quick and shape.layouts is not None:
@@ -157,8 +157,8 @@ def run_bench(
     timeout: float = 1800,
 ) -> dict[str, dict]:
     """Bench every cell of every shape, each in its own process; returns results by shape."""
+    from zoo.core.io.records import write_record
     from zoo.core.isolate import cached_call, run_isolated
-    from zoo.core.records import write_record
 
     say(f"measuring memory read bandwidth (compute unit {default_compute_unit()}) ...")
     bandwidth = measure_read_bandwidth()

@@ -31,8 +31,8 @@ CODE_FILES = sorted(
 def _time_eager(model, spec, inputs_at, shape: Shape, repeats: int) -> tuple[float, float]:
     """Median seconds of a prefill chunk and of a decode step in torch eager (the prefill
     chunk computes the last row's logits only, as the exported one does)."""
-    from zoo.core.decode import FlatDecoder
-    from zoo.core.eager import zero_state
+    from zoo.core.export.functions import FlatDecoder
+    from zoo.core.model.eager import zero_state
 
     states = [zero_state(spec, name) for name in spec.state_shapes]
 
@@ -54,15 +54,15 @@ def _export(shape_name: str, strategy: str, layout: dict, asset: str, chunk: int
     default the shape's): (shape, model, spec, s)."""
     from dataclasses import replace
 
-    from zoo.core.decode import export_decoder
-    from zoo.core.eager import decode_spec
-    from zoo.core.layout import apply_layout
+    from zoo.core.export.functions import export_decoder
+    from zoo.core.model.eager import decode_spec
+    from zoo.core.model.layout import apply_layout
 
     shape = ALL_SHAPES[shape_name]
     shape = replace(shape, chunk=chunk) if chunk else shape
     model = build_decoder(shape, strategy)
     if layout.get("experts") == "chosen":  # stacked for GatherMM before the layout
-        from zoo.core.experts import stack_experts
+        from zoo.core.model.experts import stack_experts
 
         stack_experts(model)
     apply_layout(model, layout["weights"], layout["keys"])
@@ -96,7 +96,7 @@ def _tries(prompt_tokens: int) -> int:
 def _eager_first_token(model, spec, inputs_at, length: int) -> float:
     """Seconds torch eager takes to read a `length`-token prompt and pick the first token:
     whole chunks with the last row's logits only, then single steps, as `Generator`."""
-    from zoo.core.decode import FlatDecoder
+    from zoo.core.export.functions import FlatDecoder
 
     prefill, decode = FlatDecoder(model, spec, last_row_only=True), FlatDecoder(model, spec)
     started = time.perf_counter()
@@ -122,8 +122,8 @@ def bench_cell(
 ) -> dict:
     """Export and time one cell (run it in its own process: `run_isolated(bench_cell, ...)`).
     `chunk` overrides the shape's prefill chunk (the chunk sweep: prefill and decode only)."""
-    from zoo.core.generator import Generator
-    from zoo.core.layout import default_layout
+    from zoo.core.host.generator import Generator
+    from zoo.core.model.layout import default_layout
 
     choice = default_layout() if layout == DEFAULT_LAYOUT else LAYOUTS[layout]
     asset = os.path.join(workdir, f"{shape_name}-{strategy}-{layout.replace(' ', '-')}.aimodel")
@@ -217,7 +217,7 @@ def bench_cell(
 
 
 def _eager_cores(model, spec, inputs: dict[str, np.ndarray]) -> float:
-    from zoo.core.decode import FlatDecoder
+    from zoo.core.export.functions import FlatDecoder
 
     flat = FlatDecoder(model, spec)
     tensors = [torch.from_numpy(v) for v in inputs.values()]
@@ -232,8 +232,8 @@ def profile_cell(shape_name: str, workdir: str) -> dict:
     layout, first strategy), how many cores a decode step keeps busy on the runtime and in
     torch eager, and the read bandwidth with one and with all threads. Run it in its own
     process."""
-    from zoo.core.generator import Generator
-    from zoo.core.layout import default_layout
+    from zoo.core.host.generator import Generator
+    from zoo.core.model.layout import default_layout
     from zoo.lab.profile import profile_call
 
     strategy = ALL_SHAPES[shape_name].strategies[0]

@@ -38,9 +38,9 @@ def released_config(model: str, released: str) -> dict:
 def checkpoint_tensors(model: str, config: dict) -> dict[str, torch.Tensor]:
     """Our decoder of `config` with every table in the graph (what a checkpoint holds),
     parameters on the meta device except the small ones: name -> tensor."""
-    from zoo.core.entry import get_entry
-    from zoo.core.kv import get_strategy
-    from zoo.core.weights import parameters_on_meta
+    from zoo.core.asset.kv_writes import get_strategy
+    from zoo.core.checkpoint.weights import parameters_on_meta
+    from zoo.core.model.entry import get_entry
 
     entry = get_entry(model)
     config = entry.config.from_dict(config)
@@ -64,7 +64,7 @@ def write_random_checkpoint(
     shutil.rmtree(directory, ignore_errors=True)
     directory.mkdir(parents=True)
     generator = torch.Generator().manual_seed(seed)
-    from zoo.core.entry import get_entry
+    from zoo.core.model.entry import get_entry
 
     # as published: text-only families under `model.`, the others the multimodal layout's
     prefix = "model." if get_entry(model).text_only else "model.language_model."

@@ -48,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
             print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
     results = {"projection": "4096 x 1024, one token", "rows": rows}
     if args.record:
-        from zoo.core.records import write_record
+        from zoo.core.io.records import write_record
 
         print(f"wrote {write_record(args.record, 'bench-compressed-decode', results)}")
     return 0

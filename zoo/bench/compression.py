@@ -38,8 +38,8 @@ def reference_cell(model: str, checkpoint: str, out: str) -> dict:
     """fp32 logits of the checkpoint over `POSITIONS` tokens, saved to `out` (.npy)."""
     import torch
 
-    from zoo.core.eager import torch_logits
-    from zoo.core.entry import get_entry
+    from zoo.core.model.eager import torch_logits
+    from zoo.core.model.entry import get_entry
 
     options = FULL_SIZE[model][2]
     decoder = get_entry(model).load(checkpoint, "runtime-index", CAPACITY, **options)
@@ -54,11 +54,11 @@ def export_cell(model: str, checkpoint: str, preset: str, asset: str, reference:
     """Load compressed, export, then measure (peak RSS read right after the export)."""
     import torch
 
-    from zoo.core.compress import quality
-    from zoo.core.decode import export_model
-    from zoo.core.eager import torch_logits
-    from zoo.core.entry import get_entry
-    from zoo.core.generator import Generator
+    from zoo.core.compression.presets import quality
+    from zoo.core.export.functions import export_model
+    from zoo.core.host.generator import Generator
+    from zoo.core.model.eager import torch_logits
+    from zoo.core.model.entry import get_entry
 
     options = FULL_SIZE[model][2]
     started = time.perf_counter()
@@ -161,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
     args.workdir.mkdir(parents=True, exist_ok=True)
     result = full_size_rows(args.model, presets, args.workdir)
     if args.record:
-        from zoo.core.records import write_record
+        from zoo.core.io.records import write_record
 
         path = write_record(args.record, f"bench-compression-{released}", result)
         say(f"recorded {path}")

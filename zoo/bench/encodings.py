@@ -37,10 +37,10 @@ PROMPT = "The capital of France is Paris. The capital of Italy is"
 def encoding_row(name: str, preset: str, encoding: str, workdir: str, steps: int) -> dict:
     """Export real model `name` as `preset` + `encoding`, decode `steps` greedy tokens after
     the prompt; the median step, the tokens, the asset's bytes (run it with `run_isolated`)."""
-    from zoo.core.generator import Generator
-    from zoo.core.plan import plan_export
-    from zoo.core.run import run_plan
-    from zoo.core.text import load_tokenizer
+    from zoo.core.asset.tokenizer import load_tokenizer
+    from zoo.core.export.plan import plan_export
+    from zoo.core.export.run import run_plan
+    from zoo.core.host.generator import Generator
     from zoo.fetch import fetch
 
     checkpoint = fetch(name)
@@ -112,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(json.dumps(row), file=sys.stderr, flush=True)
     results = {"prompt": PROMPT, "capacity": 128, "steps": args.steps, "rows": rows}
     if args.record:
-        from zoo.core.records import write_record
+        from zoo.core.io.records import write_record
 
         print(f"wrote {write_record(args.record, 'bench-encodings', results)}")
     return 0

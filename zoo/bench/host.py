@@ -60,11 +60,11 @@ def host_cell(
 
     from zoo.bench.cells import _inputs
     from zoo.bench.shapes import ALL_SHAPES, build_decoder
-    from zoo.core.decode import export_decoder
-    from zoo.core.eager import decode_spec
-    from zoo.core.generator import Generator
-    from zoo.core.layout import apply_layout, default_layout
-    from zoo.core.runtime import NDArray
+    from zoo.core.export.functions import export_decoder
+    from zoo.core.host.generator import Generator
+    from zoo.core.host.runtime import NDArray
+    from zoo.core.model.eager import decode_spec
+    from zoo.core.model.layout import apply_layout, default_layout
 
     shape = replace(ALL_SHAPES[shape_name], chunk=chunk)
     model = build_decoder(shape, shape.strategies[0])
@@ -143,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
             rows.append({**row, "outcome": "ran" if outcome.ok else outcome.summary()})
             print(rows[-1], file=sys.stderr, flush=True)
     if args.record:
-        from zoo.core.records import write_record
+        from zoo.core.io.records import write_record
 
         print(write_record(args.record, "bench-host", {"rows": rows}))
     return 0 if all(row["outcome"] == "ran" for row in rows) else 1

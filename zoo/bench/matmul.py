@@ -108,8 +108,8 @@ def matmul_rows(
 ) -> list[dict]:
     """One row per (formulation, T): runtime and eager ms per call and per row, and the
     runtime's GFLOP/s."""
-    from zoo.core.export import export
-    from zoo.core.runtime import Model
+    from zoo.core.export.convert import export
+    from zoo.core.host.runtime import Model
 
     torch.manual_seed(0)
     weight = torch.randn(outputs, inputs) * 0.02

@@ -2,7 +2,7 @@
 
 For each shape, prefill chunk (16, 64) and number of ranges (1, 2, 4), one cell in a
 process of its own (`run_isolated`): the decoder at the shape's widths (random weights:
-speed does not depend on them) exported with `zoo.core.ranges`, then on the Core AI
+speed does not depend on them) exported with `zoo.core.export.ranges`, then on the Core AI
 runtime through `Generator.feed` (two calls in flight during prefill) and, in the same
 process, the one-function decoder in torch eager:
 
@@ -13,7 +13,7 @@ process, the one-function decoder in torch eager:
 - the CPU cores the prefill kept busy.
 
 `--spans 128,512` times every cell twice, as exported and with those attention spans
-(`zoo.core.spec.DecodeSpec.spans`; eager reads the same spans), and records
+(`zoo.core.asset.decode_spec.DecodeSpec.spans`; eager reads the same spans), and records
 `bench-ranges-spans.json`. `--record DIR` writes `bench-ranges.json`. Not a test: minutes
 of exports, timings.
 """
@@ -52,16 +52,16 @@ def ranges_cell(
     spans: list[int] | None = None,
 ) -> dict:
     """Export and time one cell (run it with `run_isolated`); the longest of `prompts`
-    gives prefill tok/s. `weights`: a weights layout (`zoo.core.layout`; "auto": this
+    gives prefill tok/s. `weights`: a weights layout (`zoo.core.model.layout`; "auto": this
     platform's default); `spans`: attention spans, in the runtime's calls and eager's."""
     from zoo.bench.cells import _eager_first_token, _inputs
     from zoo.bench.measure import cores_busy, median_seconds
     from zoo.bench.shapes import ALL_SHAPES, build_decoder
-    from zoo.core.decode import export_decoder
-    from zoo.core.eager import decode_spec
-    from zoo.core.generator import Generator
-    from zoo.core.layout import apply_layout, default_layout
-    from zoo.core.ranges import split_layers
+    from zoo.core.export.functions import export_decoder
+    from zoo.core.export.ranges import split_layers
+    from zoo.core.host.generator import Generator
+    from zoo.core.model.eager import decode_spec
+    from zoo.core.model.layout import apply_layout, default_layout
 
     shape = replace(ALL_SHAPES[shape_name], chunk=chunk, first_token_prompts=tuple(prompts))
     strategy = shape.strategies[0]
@@ -138,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--weights-layout",
         default="auto",
-        help="weights layout of every cell (zoo.core.layout; default: this platform's); "
+        help="weights layout of every cell (zoo.core.model.layout; default: this platform's); "
         "another than the default records bench-ranges-<layout>.json",
     )
     parser.add_argument(
@@ -184,8 +184,8 @@ def main(argv: list[str] | None = None) -> int:
                     rows.append({**outcome.result, "outcome": "ran"})
                     say(f"  {rows[-1]}")
     if args.record:
-        from zoo.core.layout import default_layout
-        from zoo.core.records import write_record
+        from zoo.core.io.records import write_record
+        from zoo.core.model.layout import default_layout
 
         name = "bench-ranges"
         if args.weights_layout not in ("auto", default_layout()["weights"]):

@@ -11,7 +11,7 @@ from pathlib import Path
 def write_real_record(name: str, rows: list[dict], directory: str | Path) -> Path:
     """The record of the texts a real model's recipe decoded (`real-NAME`): the same on
     every run, so the tests compare it; what each preset costs is `zoo.quality`'s record."""
-    from zoo.core.records import write_record
+    from zoo.core.io.records import write_record
 
     texts = [{k: v for k, v in row.items() if k != "tokens"} for row in rows]
     return write_record(directory, f"real-{name}", {"texts": texts})

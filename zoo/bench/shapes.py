@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 
 import torch
 
-from zoo.core.entry import get_entry
-from zoo.core.layout import default_chunk
+from zoo.core.model.entry import get_entry
+from zoo.core.model.layout import default_chunk
 
 
 @dataclass(frozen=True)
@@ -276,7 +276,7 @@ SHAPES["qwen3-30b-a3b"] = Shape(
 
 ALL_SHAPES: dict[str, Shape] = {**SHAPES, **TINY}
 
-# The layouts a bench compares (zoo.core.layout): as authored, then one change at a time.
+# The layouts a bench compares (zoo.core.model.layout): as authored, then one change at a time.
 LAYOUTS = {
     "as authored": {"weights": "linear", "keys": "bhtd"},
     "transposed weights": {"weights": "transposed", "keys": "bhtd"},
@@ -288,11 +288,11 @@ LAYOUTS = {
         "weights": "weight-first-prefill",
         "keys": "bhdt",
     },
-    # mixtures of experts (zoo.core.experts): the two formulations in the same layout
+    # mixtures of experts (zoo.core.model.experts): the two formulations in the same layout
     "chosen experts (GatherMM)": {"weights": "linear", "keys": "bhdt", "experts": "chosen"},
     "every expert, weighted": {"weights": "linear", "keys": "bhdt", "experts": "all"},
 }
-DEFAULT_LAYOUT = "default"  # this platform's `zoo.core.layout.default_layout()`
+DEFAULT_LAYOUT = "default"  # this platform's `zoo.core.model.layout.default_layout()`
 
 
 def build_decoder(shape: Shape, strategy: str, seed: int = 0) -> torch.nn.Module:

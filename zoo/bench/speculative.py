@@ -2,7 +2,7 @@
 speculative decoding against plain greedy decoding, on the runtime.
 
 Each real model's fp32 asset, exported with a `score` function of k tokens for each k of
-`--widths` (the verify call: k - 1 guesses checked at once, `zoo.core.speculative`), is
+`--widths` (the verify call: k - 1 guesses checked at once, `zoo.core.host.speculative`), is
 asked prompts of three kinds through its chat template: rewriting a given text
 (copy-heavy), code, open chat. Guesses come from prompt lookup, or (at the narrowest width)
 from a draft asset: the model's own first `--draft-layers` layers with its final norm and
@@ -46,7 +46,7 @@ def call_costs(asset: str, prompt: list[int]) -> dict:
 
     import numpy as np
 
-    from zoo.core.generator import Generator
+    from zoo.core.host.generator import Generator
 
     with Generator(asset) as generator:
         generator.functions.load_all()
@@ -83,8 +83,8 @@ def compare_on_runtime(
     import contextlib
     import time
 
-    from zoo.core.generator import Generator
-    from zoo.core.speculative import DraftAsset, generate_by_lookup
+    from zoo.core.host.generator import Generator
+    from zoo.core.host.speculative import DraftAsset, generate_by_lookup
 
     with Generator(asset) as generator, contextlib.ExitStack() as stack:
         guesses = None
@@ -137,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
             calls.append(cost)
     results = {"preset": "fp32", "new tokens": NEW_TOKENS, "rows": rows, "calls": calls}
     if args.record:
-        from zoo.core.records import write_record
+        from zoo.core.io.records import write_record
 
         print(f"wrote {write_record(args.record, 'bench-speculative', results)}")
     return 0
@@ -148,7 +148,7 @@ def bench_model(
 ) -> tuple[list[dict], dict]:
     """Real model `model`'s rows at verify width `width`: each prompt with prompt lookup,
     and with its first `draft_layers` layers drafting; and the cost of its calls."""
-    from zoo.core.text import encode_prompt, load_tokenizer
+    from zoo.core.asset.tokenizer import encode_prompt, load_tokenizer
     from zoo.fetch import fetch, get_real_model
     from zoo.real_assets import exported
 

@@ -75,8 +75,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=7, help="counted runs of each")
     parser.add_argument("--record", metavar="DIR", help="write bench-startup.json there")
     args = parser.parse_args(argv)
-    from zoo.core.decode import export_model
-    from zoo.core.entry import get_entry
+    from zoo.core.export.functions import export_model
+    from zoo.core.model.entry import get_entry
     from zoo.reference import make_tiny_checkpoint
 
     with tempfile.TemporaryDirectory(prefix="zoo-startup-") as work:
@@ -105,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
     for row in rows:
         print(row)
     if args.record:
-        from zoo.core.records import write_record
+        from zoo.core.io.records import write_record
 
         results = {"command": "zoo " + " ".join(COMMAND), "rows": rows}
         print(write_record(args.record, "bench-startup", results))

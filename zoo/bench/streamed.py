@@ -73,7 +73,7 @@ def timed_export(checkpoint: Path, output: Path, compress: str, capacity: int) -
 
 def asset_facts(path: Path) -> dict:
     """Size on disk, parts, functions and states of a (streamed) asset."""
-    from zoo.core.asset import read_metadata
+    from zoo.core.asset.opened import read_metadata
 
     zoo = read_metadata(path)
     size = sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
@@ -93,7 +93,7 @@ def timed_decode(asset: str, prompt: int = 4, new: int = 4) -> dict:
     runtime; with this process's peak RSS (run it in a process of its own)."""
     import resource
 
-    from zoo.core.generator import Generator
+    from zoo.core.host.generator import Generator
 
     with Generator(asset) as generator:
         ids = [(7 * i + 3) % 1000 + 10 for i in range(prompt)]
@@ -129,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--keep", action="store_true", help="keep the checkpoints and asset")
     args = parser.parse_args(argv)
-    from zoo.core.weights import weight_count
+    from zoo.core.checkpoint.weights import weight_count
 
     work = Path(args.workdir)
     say(f"writing a random bf16 checkpoint of {args.released} in {work} ...")
@@ -145,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     full["checkpoint written s"] = round(written, 1)
     full |= timed_export(checkpoint, asset, args.compress, args.capacity)
     full |= asset_facts(asset)
-    from zoo.core.memory import machine_memory
+    from zoo.core.export.fit import machine_memory
 
     full["machine memory GB"] = round(machine_memory() / 1e9, 1)
     say(f"export: {json.dumps(full)}")
@@ -168,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
     results = {"export": full, "cut": cuts}
     say(json.dumps(results, indent=2))
     if args.record:
-        from zoo.core.records import write_record
+        from zoo.core.io.records import write_record
 
         write_record(args.record, "export-streamed", results)
     if not args.keep:

@@ -6,7 +6,7 @@ may crash runs here, in its own process with a timeout, and comes back as an `Ou
 
 - `ok`: the callable returned (its JSON-able return value is in `result`)
 - `wrong numbers`: it raised `WrongNumbers` (see `check_close`)
-- `failed to export`: it raised `zoo.core.export.ExportError`
+- `failed to export`: it raised `zoo.core.export.convert.ExportError`
 - `error`: it raised anything else (the traceback tail is in `detail`)
 - `crashed`: the process died of a signal (`signal` is SIGILL, SIGSEGV, SIGTRAP, SIGABRT...)
 - `timed out`: it ran past `timeout` seconds and was killed
@@ -42,7 +42,7 @@ from typing import Any
 
 import numpy as np
 
-from zoo.core.staging import locked
+from zoo.core.io.staging import locked
 
 OK, WRONG_NUMBERS, FAILED_TO_EXPORT, ERROR, CRASHED, TIMED_OUT = (
     "ok",
@@ -276,7 +276,7 @@ def _resolve(target: dict) -> Callable[..., Any]:
 
 def _classified_call(function: Callable[..., Any], args, kwargs) -> dict[str, Any]:
     """`function(*args, **kwargs)` as a reply: its result, or the outcome its exception is."""
-    from zoo.core.export import ExportError
+    from zoo.core.export.convert import ExportError
 
     try:
         return {"status": OK, "result": function(*args, **kwargs)}

@@ -1,9 +1,9 @@
 """Gemma 3 text decoder on Core AI (270m and 1b text-only; the text part of 4b, 12b, 27b).
 
 The zoo entry: `config.py` reads config.json, `model.py` is the decoder; this registration
-is all the rest of the zoo needs to know about it (`zoo.core.entry`)."""
+is all the rest of the zoo needs to know about it (`zoo.core.model.entry`)."""
 
-from zoo.core.entry import ModelEntry, TinyCheckpoint, register
+from zoo.core.model.entry import ModelEntry, TinyCheckpoint, register
 from zoo.gemma3.config import Gemma3Config
 from zoo.gemma3.model import Gemma3
 

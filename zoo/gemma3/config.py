@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from zoo.core.checkpoint import DecoderConfig
-from zoo.core.files import UnsupportedConfig
-from zoo.core.rope import rope_parameters
+from zoo.core.checkpoint.config import DecoderConfig
+from zoo.core.checkpoint.rope import rope_parameters
+from zoo.core.io.files import UnsupportedConfig
 
 LAYER_TYPES = ("sliding_attention", "full_attention")
 

@@ -3,7 +3,8 @@
 It computes what transformers 5.23 `Gemma3ForCausalLM` (and the text part of
 `Gemma3ForConditionalGeneration`) computes; the parity tests hold it to that. Every
 attention layer writes its keys and values into a cache state through the KV strategy
-(`zoo.core.kv`); the host passes the masks, a `sliding_mask` for the sliding-window layers.
+(`zoo.core.asset.kv_writes`); the host passes the masks, a `sliding_mask` for the sliding-window
+layers.
 
 Gemma 3's parts, in the order they appear below:
 - RMSNorm multiplies by `1 + w` (weights stored as offsets from one), also on q and k per
@@ -23,10 +24,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from zoo.core.cache import KVCache
-from zoo.core.kv import KVStrategy
-from zoo.core.layers import DecoderStack, GatedMLP, RMSNorm, head_logits
-from zoo.core.rope import inverse_frequencies, rope_cos_sin
+from zoo.core.asset.kv_writes import KVStrategy
+from zoo.core.checkpoint.rope import inverse_frequencies, rope_cos_sin
+from zoo.core.model.kv_cache import KVCache
+from zoo.core.model.layers import DecoderStack, GatedMLP, RMSNorm, head_logits
 from zoo.gemma3.config import Gemma3Config
 
 
@@ -80,7 +81,7 @@ class DecoderLayer(nn.Module):
 
 
 class Gemma3(DecoderStack):
-    """The embedding, the layers, the final norm and the head (`zoo.core.layers.DecoderStack`:
+    """The embedding, the layers, the final norm and the head (`zoo.core.model.layers.DecoderStack`:
     `forward(input_ids, positions, step, states) -> logits`); `step` also holds the
     `sliding_mask` of the sliding-window layers. Gemma scales the embedding by
     `sqrt(hidden_size)` and may cap the logits."""

@@ -1,11 +1,11 @@
 """Gemma 4 text decoder on Core AI: load a checkpoint, export, generate.
 
 The zoo entry: `config.py` reads config.json, `model.py` is the decoder; this registration
-is all the rest of the zoo needs to know about it (`zoo.core.entry`)."""
+is all the rest of the zoo needs to know about it (`zoo.core.model.entry`)."""
 
-from zoo.core.decode import export_model as export_gemma4
-from zoo.core.eager import decode_spec, torch_logits
-from zoo.core.entry import ModelEntry, TinyCheckpoint, register
+from zoo.core.export.functions import export_model as export_gemma4
+from zoo.core.model.eager import decode_spec, torch_logits
+from zoo.core.model.entry import ModelEntry, TinyCheckpoint, register
 from zoo.gemma4 import audio, vision
 from zoo.gemma4.config import Gemma4Config, UnsupportedConfig
 from zoo.gemma4.model import Gemma4
@@ -125,8 +125,8 @@ ENTRY = register(
         tiny=TINY,
         towers=("vision_", "audio_", "embed_vision", "embed_audio"),
         unused_weights=_kv_sharing_weights,
-        sidecar_option="ple_sidecar",  # the per-layer-embedding table (zoo.core.sidecar)
-        # images and audio: each encoder a component of the asset (zoo.core.components)
+        sidecar_option="ple_sidecar",  # the per-layer-embedding table (zoo.core.asset.sidecar)
+        # images and audio: each encoder a component of the asset (zoo.core.export.components)
         encoders={"vision": vision, "audio": audio},
     )
 )

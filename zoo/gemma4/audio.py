@@ -2,7 +2,7 @@
 the decoder's soft tokens out (what transformers 5.23 `Gemma4Model.get_audio_features`
 computes; the parity tests hold it to that), for a fixed number of frames.
 
-The host (`zoo.core.audio`) reads a 16 kHz WAV file and computes its log-mel frames (10 ms
+The host (`zoo.core.host.audio`) reads a 16 kHz WAV file and computes its log-mel frames (10 ms
 apart) as the checkpoint's feature extractor does, padded to the function's frame budget
 with a mask that says which frames are real. One function then computes, in order:
 - two 3x3 convolutions of stride 2 (time and frequency quartered), each after zeroing the
@@ -30,9 +30,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from zoo.core.components import token_text
-from zoo.core.files import read_json
-from zoo.core.weights import build_and_load
+from zoo.core.checkpoint.weights import build_and_load
+from zoo.core.export.components import token_text
+from zoo.core.io.files import read_json
 from zoo.gemma4.model import RMSNorm
 from zoo.gemma4.vision import ClippableLinear, MultimodalEmbedder
 
@@ -303,7 +303,7 @@ def load_encoder(directory: str | Path, text_hidden_size: int, processor: dict) 
 
 def processor(directory: str | Path) -> dict:
     """What the host needs to turn a WAV file into this checkpoint's audio inputs (stored
-    in the asset's metadata.json, `zoo.core.audio`): the feature extractor's settings, the
+    in the asset's metadata.json, `zoo.core.host.audio`): the feature extractor's settings, the
     token budget and the audio tokens."""
     directory = Path(directory)
     raw = read_json(directory / "config.json")

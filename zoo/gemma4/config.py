@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from zoo.core.checkpoint import DecoderConfig
-from zoo.core.files import UnsupportedConfig
-from zoo.core.rope import check_rope_numbers
+from zoo.core.checkpoint.config import DecoderConfig
+from zoo.core.checkpoint.rope import check_rope_numbers
+from zoo.core.io.files import UnsupportedConfig
 
 
 @dataclass

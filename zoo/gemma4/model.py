@@ -2,8 +2,8 @@
 
 It computes what transformers 5.23 `Gemma4ForCausalLM` computes (the parity tests hold it to
 that), written for a fixed-shape decode graph: every attention layer writes its new keys and
-values into a cache state through a KV strategy (`zoo.core.kv`), and the masks come from
-the host. One forward serves prefill (T tokens) and decode (T = 1).
+values into a cache state through a KV strategy (`zoo.core.asset.kv_writes`), and the masks come
+from the host. One forward serves prefill (T tokens) and decode (T = 1).
 
 Gemma 4's quirks, in the order they appear below:
 - RMSNorm computes `x * (mean(x^2) + eps)^-0.5 * w` (no `1 + w`); the value norm has no scale.
@@ -28,10 +28,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from zoo.core.cache import KVCache
-from zoo.core.experts import StackedExperts, softmax_then_top_k
-from zoo.core.kv import KVStrategy
-from zoo.core.layers import GatedMLP, head_logits, with_soft_tokens
+from zoo.core.asset.kv_writes import KVStrategy
+from zoo.core.model.experts import StackedExperts, softmax_then_top_k
+from zoo.core.model.kv_cache import KVCache
+from zoo.core.model.layers import GatedMLP, head_logits, with_soft_tokens
 from zoo.gemma4.config import Gemma4Config
 
 
@@ -130,7 +130,7 @@ class Router(nn.Module):
         hidden, self.top_k = config.hidden_size, config.top_k_experts
         self.norm = RMSNorm(hidden, config.rms_norm_eps, with_scale=False)
         self.proj = nn.Linear(hidden, config.num_experts, bias=False)
-        self.proj.is_router = True  # kept float32 by every preset (zoo.core.compress)
+        self.proj.is_router = True  # kept float32 by every preset (zoo.core.compression.presets)
         self.scale = nn.Parameter(torch.ones(hidden))
         self.per_expert_scale = nn.Parameter(torch.ones(config.num_experts))
         self.root = hidden**-0.5
@@ -201,7 +201,7 @@ class Gemma4(nn.Module):
 
     `step` holds the KV strategy's inputs by name (`strategy.step_inputs`: write index or
     mask, and `attn_mask` for full layers) and the `sliding_mask` of the sliding-window
-    layers; `caches` the states of `state_shapes()` by name (`zoo.core.decode.FlatDecoder`
+    layers; `caches` the states of `state_shapes()` by name (`zoo.core.export.functions.FlatDecoder`
     flattens both for export).
     """
 
@@ -230,9 +230,9 @@ class Gemma4(nn.Module):
         )
         self.ple_dim = config.hidden_size_per_layer_input
         # `ple_sidecar`: the PLE table stays out of the graph, as an int8 file beside it whose
-        # rows the host looks up per token (zoo.core.sidecar); the loader sets the source.
+        # rows the host looks up per token (zoo.core.asset.sidecar); the loader sets the source.
         self.sidecar_inputs = {}  # input name -> row width, looked up by the host
-        self.sidecars = {}  # input name -> zoo.core.sidecar.SidecarSource
+        self.sidecars = {}  # input name -> zoo.core.asset.sidecar.SidecarSource
         if self.ple_dim and ple_sidecar:
             self.sidecar_inputs["per_layer_embeddings"] = layers * self.ple_dim
         elif self.ple_dim:
@@ -274,7 +274,7 @@ class Gemma4(nn.Module):
         h = self.run_layers(h, 0, len(self.layers), positions, step, caches, carried)
         return self.head(h, last_row_only)
 
-    # -- layer ranges (zoo.core.ranges): the PLE inputs are computed once, from the
+    # -- layer ranges (zoo.core.export.ranges): the PLE inputs are computed once, from the
     # embedding, and passed to every later range; a KV-shared layer's range holds the
     # cache it reads (its source layer's), so that cache is in two ranges
     def embed(self, input_ids: torch.Tensor) -> torch.Tensor:

@@ -2,7 +2,7 @@
 decoder's soft tokens out (what transformers 5.23 `Gemma4Model.get_image_features` computes;
 the parity tests hold it to that), for a fixed number of patches.
 
-The image processor (`zoo.core.media`, on the host) cuts an image into `patch_size`-pixel
+The image processor (`zoo.core.host.media`, on the host) cuts an image into `patch_size`-pixel
 patches, at most `max_soft_tokens * pooling_kernel_size**2` of them, and pads the rest with
 position (-1, -1). One function then computes, in order:
 - each patch's pixels (rescaled to [-1, 1]) projected, plus a learned embedding of its x
@@ -25,9 +25,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from zoo.core.components import image_processor_settings, token_text, vision_config_of
-from zoo.core.files import read_json
-from zoo.core.weights import build_and_load
+from zoo.core.checkpoint.weights import build_and_load
+from zoo.core.export.components import image_processor_settings, token_text, vision_config_of
+from zoo.core.io.files import read_json
 from zoo.gemma4.model import RMSNorm, gelu_tanh
 
 
@@ -299,7 +299,7 @@ def load_encoder(
 
 def processor(directory: str | Path) -> dict:
     """What the host needs to prepare an image for this checkpoint (stored in the asset's
-    metadata.json, `zoo.core.media`): its image processor's settings and image tokens."""
+    metadata.json, `zoo.core.host.media`): its image processor's settings and image tokens."""
     directory = Path(directory)
     raw = read_json(directory / "config.json")
     settings = image_processor_settings(directory)

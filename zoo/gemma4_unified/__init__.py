@@ -4,7 +4,7 @@ no encoder); load a checkpoint, export, generate.
 The zoo entry: `config.py` reads config.json, `model.py` is Gemma 4's decoder under this
 entry's name; this registration is all the rest of the zoo needs to know about it."""
 
-from zoo.core.entry import ModelEntry, TinyCheckpoint, register
+from zoo.core.model.entry import ModelEntry, TinyCheckpoint, register
 from zoo.gemma4_unified import audio
 from zoo.gemma4_unified.config import Gemma4UnifiedConfig
 from zoo.gemma4_unified.model import Gemma4Unified
@@ -63,7 +63,7 @@ ENTRY = register(
         transformers_name="Gemma4Unified",
         tiny=TINY,
         towers=("vision_embedder", "embed_vision", "embed_audio", "audio_tower", "audio_embedder"),
-        encoders={"audio": audio},  # raw waveform frames, no encoder (zoo.core.components)
+        encoders={"audio": audio},  # raw waveform frames, no encoder (zoo.core.export.components)
     )
 )
 load_gemma4_unified = ENTRY.load

@@ -3,7 +3,7 @@ Each soft token is 40 ms of the raw 16 kHz waveform (640 samples), put in the de
 width by `embed_audio` (an RMS norm without scale, then a projection), what transformers
 5.23 `Gemma4UnifiedModel.get_audio_features` computes; the parity tests hold it to that.
 
-The host (`zoo.core.audio.waveform_frames`) cuts a WAV clip into those frames, as
+The host (`zoo.core.host.audio.waveform_frames`) cuts a WAV clip into those frames, as
 `Gemma4UnifiedAudioFeatureExtractor` does, padded to the function's token budget.
 """
 
@@ -14,8 +14,8 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from zoo.core.files import read_json
-from zoo.core.weights import build_and_load
+from zoo.core.checkpoint.weights import build_and_load
+from zoo.core.io.files import read_json
 from zoo.gemma4 import audio as gemma4_audio
 from zoo.gemma4.vision import MultimodalEmbedder
 

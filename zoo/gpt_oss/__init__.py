@@ -1,9 +1,9 @@
 """GPT-OSS text decoder (gpt-oss-20b, gpt-oss-120b) on Core AI.
 
 The zoo entry: `config.py` reads config.json, `model.py` is the decoder; this registration
-is all the rest of the zoo needs to know about it (`zoo.core.entry`)."""
+is all the rest of the zoo needs to know about it (`zoo.core.model.entry`)."""
 
-from zoo.core.entry import ModelEntry, TinyCheckpoint, register
+from zoo.core.model.entry import ModelEntry, TinyCheckpoint, register
 from zoo.gpt_oss.config import GptOssConfig
 from zoo.gpt_oss.model import GptOss
 

@@ -8,15 +8,15 @@ and a clamped SwiGLU (`swiglu_limit` 7, alpha 1.702).
 
 The released experts are stored MXFP4 (`quantization_config: {quant_method: mxfp4}`:
 `*_blocks` and `*_scales` tensors): read as released and dequantized exactly on load
-(`zoo.core.mxfp4`, as transformers does), or in bf16/fp32 as transformers saves them after
-dequantizing. Any other `quant_method` is refused by name.
+(`zoo.core.checkpoint.mxfp4`, as transformers does), or in bf16/fp32 as transformers saves them
+after dequantizing. Any other `quant_method` is refused by name.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from zoo.core.checkpoint import DecoderConfig
+from zoo.core.checkpoint.config import DecoderConfig
 
 LAYER_TYPES = ("sliding_attention", "full_attention")
 # what transformers 5.23 assumes when a config.json spells no RoPE (the released values)
@@ -82,7 +82,7 @@ class GptOssConfig(DecoderConfig):
             unsupported.append(f"layer_types={sorted(set(self.layer_types))}")
         self.check_top_k()
         quantized = (self.quantization_config or {}).get("quant_method")
-        if quantized not in (None, "mxfp4"):  # MXFP4 (as released): zoo.core.mxfp4
+        if quantized not in (None, "mxfp4"):  # MXFP4 (as released): zoo.core.checkpoint.mxfp4
             unsupported.append(
                 f"experts stored {quantized} (quantization_config): dequantize them to "
                 "bf16 first (transformers' from_pretrained, then save_pretrained)"

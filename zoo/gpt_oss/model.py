@@ -3,13 +3,13 @@
 It computes what transformers 5.23 `GptOssForCausalLM` computes (the parity tests hold it
 to that). What is its own:
 - attention with biases on q, k, v and o, and a learned **sink** per head: one more logit
-  in every row's softmax, dropped after it (`zoo.core.layers.attend(sinks=)`), so a head
+  in every row's softmax, dropped after it (`zoo.core.model.layers.attend(sinks=)`), so a head
   may put its weight nowhere;
 - layers alternate a **sliding window** of 128 keys (the host's `sliding_mask`, when the
   cache is longer) and full attention (`layer_types`);
-- **yarn** RoPE on the whole head (`zoo.core.rope`): frequencies interpolated where the
+- **yarn** RoPE on the whole head (`zoo.core.checkpoint.rope`): frequencies interpolated where the
   wavelength is long, kept where short, cos and sin scaled by its attention factor;
-- every layer a **mixture of experts** (`zoo.core.experts.StackedMixtureOfExperts`): the
+- every layer a **mixture of experts** (`zoo.core.model.experts.StackedMixtureOfExperts`): the
   router (with a bias) takes the top 4 logits, then a softmax over those four; experts
   stacked with biases, a clamped SwiGLU `(up + 1) * gate * sigmoid(1.702 gate)`.
 """
@@ -21,11 +21,11 @@ import functools
 import torch
 from torch import nn
 
-from zoo.core.cache import KVCache
-from zoo.core.experts import StackedMixtureOfExperts, clamped_swiglu
-from zoo.core.kv import KVStrategy
-from zoo.core.layers import DecoderStack, PreNormLayer, RMSNorm, shorter_window, window_mask
-from zoo.core.rope import attention_scaling, inverse_frequencies, rope_cos_sin
+from zoo.core.asset.kv_writes import KVStrategy
+from zoo.core.checkpoint.rope import attention_scaling, inverse_frequencies, rope_cos_sin
+from zoo.core.model.experts import StackedMixtureOfExperts, clamped_swiglu
+from zoo.core.model.kv_cache import KVCache
+from zoo.core.model.layers import DecoderStack, PreNormLayer, RMSNorm, shorter_window, window_mask
 from zoo.gpt_oss.config import GptOssConfig
 
 
@@ -79,7 +79,7 @@ class DecoderLayer(PreNormLayer):
 
 
 class GptOss(DecoderStack):
-    """The embedding, the layers, the final norm and the head (`zoo.core.layers.DecoderStack`:
+    """The embedding, the layers, the final norm and the head (`zoo.core.model.layers.DecoderStack`:
     `forward(input_ids, positions, step, states) -> logits`)."""
 
     name = "gpt_oss"  # the zoo entry, recorded in the asset's DecodeSpec

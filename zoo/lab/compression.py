@@ -27,7 +27,7 @@ def prompt(vocab_size: int) -> list[int]:
 
 def tiny_checkpoint(model: str, directory: Path) -> Path:
     """The tiny checkpoint the zoo tests use for `model` (its default variant)."""
-    from zoo.core.entry import get_entry
+    from zoo.core.model.entry import get_entry
 
     return make_tiny_checkpoint(get_entry(model), directory)
 
@@ -38,14 +38,14 @@ def asset_bytes(path: Path) -> int:
 
 def check_preset(model: str, preset: str, strategy: str, workdir: str) -> dict:
     """Export the tiny `model` with `preset`; measure it against fp32 and on the runtime."""
-    from zoo.core.compress import quality
-    from zoo.core.eager import torch_logits
-    from zoo.core.generator import Generator
+    from zoo.core.compression.presets import quality
+    from zoo.core.host.generator import Generator
+    from zoo.core.model.eager import torch_logits
     from zoo.released import runtime_logits
 
     workdir = Path(tempfile.mkdtemp(dir=workdir))
-    from zoo.core.decode import export_model as export
-    from zoo.core.entry import get_entry
+    from zoo.core.export.functions import export_model as export
+    from zoo.core.model.entry import get_entry
 
     load = get_entry(model).load
     checkpoint = tiny_checkpoint(model, workdir / "checkpoint")
@@ -103,10 +103,10 @@ def compression_row(model: str, preset: str, strategy: str, workdir: str | Path)
 def fp16_cast_on_gated_delta(workdir: str | Path) -> str:
     """Export a tiny Qwen3.5 with coreai-opt's fp16 cast applied anyway (the `fp16` preset
     refuses it) and return how the conversion fails."""
-    from zoo.core.compress import PRESETS
-    from zoo.core.decode import export_decoder
-    from zoo.core.eager import decode_spec
-    from zoo.core.export import ExportError
+    from zoo.core.compression.presets import PRESETS
+    from zoo.core.export.convert import ExportError
+    from zoo.core.export.functions import export_decoder
+    from zoo.core.model.eager import decode_spec
     from zoo.qwen3_5 import load_qwen3_5
 
     checkpoint = tiny_checkpoint("qwen3_5", Path(workdir) / "qwen-checkpoint")
@@ -127,8 +127,8 @@ def projection_profile(preset: str, workdir: str, rows: int = 4096, columns: int
     profiler's most expensive op (run it with `run_isolated`)."""
     import torch
 
-    from zoo.core.compress import get_preset
-    from zoo.core.export import export
+    from zoo.core.compression.presets import get_preset
+    from zoo.core.export.convert import export
     from zoo.lab.profile import time_and_profile
 
     torch.manual_seed(0)

@@ -121,7 +121,7 @@ def encoding_row(name: str, workdir: str, calls: int = 25) -> dict:
     """One projection encoded as `name`, exported alone and timed on the runtime, as
     `projection_profile` times coreai-opt's presets; its largest gap to the dequantized
     product (run it with `run_isolated`)."""
-    from zoo.core.export import export
+    from zoo.core.export.convert import export
     from zoo.lab.profile import time_and_profile
 
     torch.manual_seed(0)

@@ -159,7 +159,7 @@ def is_release_build(build: str | None) -> bool:
 
 def current_target() -> str:
     """`linux-cpu` on Linux (the only compute unit there); `macos-<unit>` on a Mac."""
-    from zoo.core.runtime import default_compute_unit
+    from zoo.core.host.runtime import default_compute_unit
 
     if not sys.platform.startswith("darwin"):
         return "linux-cpu"

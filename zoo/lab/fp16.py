@@ -54,7 +54,7 @@ def fp16_eager(model, ids: list[int]) -> dict:
 def runtime_finite(asset: str, ids: list[int]) -> dict:
     """Run `ids` through an asset on the runtime (use `run_isolated`): how many positions'
     logits are finite, and the logits."""
-    from zoo.core.generator import Generator
+    from zoo.core.host.generator import Generator
 
     with Generator(asset) as generator:
         rows = np.stack([generator.feed([token]) for token in ids])
@@ -70,9 +70,9 @@ def fp16_on_runtime(name: str, ids: list[int]) -> list[dict]:
     against fp32 when they are finite."""
     import tempfile
 
-    from zoo.core.decode import export_model
-    from zoo.core.entry import get_entry
+    from zoo.core.export.functions import export_model
     from zoo.core.isolate import run_isolated
+    from zoo.core.model.entry import get_entry
     from zoo.fetch import fetch, get_real_model
     from zoo.quality import scores
 

@@ -1,7 +1,7 @@
 """The KV-write isolation cells: every formulation of a cache write the isolation matrix
 runs (docs/gotchas/mpsgraph-kv-write.md), beside the two that zoo decoders export with
-(`zoo.core.kv`). Some are ways to decode (a ring buffer, a dynamic context), some are repros
-of a crash (`isolation_only`)."""
+(`zoo.core.asset.kv_writes`). Some are ways to decode (a ring buffer, a dynamic context), some are
+repros of a crash (`isolation_only`)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import ClassVar
 import numpy as np
 import torch
 
-from zoo.core.kv import (
+from zoo.core.asset.kv_writes import (
     InputMaskBlend,
     KVStrategy,
     RuntimeIndexSliceWrite,
@@ -262,5 +262,5 @@ CELLS: dict[str, KVStrategy] = {
         IndexPutWrite(),
     )
 }
-for _cell in CELLS.values():  # findable by name (zoo.core.kv.get_strategy)
+for _cell in CELLS.values():  # findable by name (zoo.core.asset.kv_writes.get_strategy)
     register_strategy(_cell)

@@ -19,11 +19,11 @@ import numpy as np
 import torch
 from torch import nn
 
-from zoo.core.export import export
+from zoo.core.asset.kv_writes import KVStrategy, get_strategy
+from zoo.core.export.convert import export
+from zoo.core.host.runtime import Model, states_to_numpy
 from zoo.core.isolate import cached_call, check_close, run_isolated
-from zoo.core.kv import KVStrategy, get_strategy
-from zoo.core.layers import attend
-from zoo.core.runtime import Model, states_to_numpy
+from zoo.core.model.layers import attend
 from zoo.lab.kv_cells import HostCache
 
 # What a cell's outcome depends on, for the per-session result cache.
@@ -33,10 +33,10 @@ CODE_FILES = [
     for n in (
         "lab/kv_matrix.py",
         "lab/kv_cells.py",
-        "core/kv.py",
-        "core/layers.py",
-        "core/export.py",
-        "core/runtime.py",
+        "core/asset/kv_writes.py",
+        "core/model/layers.py",
+        "core/export/convert.py",
+        "core/host/runtime.py",
     )
 ]
 

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from zoo.core.runtime import Model
+from zoo.core.host.runtime import Model
 
 
 def profile_call(

@@ -2,19 +2,19 @@
 
 It computes what transformers 5.23 `LlamaForCausalLM` computes (the parity tests hold it
 to that). Every attention layer writes its keys and values into a cache state through the
-KV strategy the model was built with (`zoo.core.kv`); the host passes the masks. One forward
-serves prefill (T tokens) and decode (T = 1).
+KV strategy the model was built with (`zoo.core.asset.kv_writes`); the host passes the masks. One
+forward serves prefill (T tokens) and decode (T = 1).
 
 Llama is the plain pre-norm decoder the other entries are variations of:
 - RMSNorm `x * rsqrt(mean(x^2) + eps) * w` before attention and before the MLP;
 - grouped-query attention scaled by `1/sqrt(head_dim)`, optional q/k/v/o biases
   (`attention_bias`) or q/k/v biases alone (`qkv_bias`: Qwen2), RoPE on the whole head:
   `default`, or `llama3` (Llama 3.1+: long wavelengths stretched by `factor`) from
-  `zoo.core.rope`;
+  `zoo.core.checkpoint.rope`;
 - a SiLU gated MLP; a head tied to the embedding (SmolLM2, Llama 3.2) or its own;
 - Mistral's sliding window: each token sees the last `sliding_window` keys; the host
   passes that mask (`sliding_mask`) when the cache is longer than the window
-  (`zoo.core.layers.shorter_window`), so a 32k cache works with Mistral 7B v0.1's 4096.
+  (`zoo.core.model.layers.shorter_window`), so a 32k cache works with Mistral 7B v0.1's 4096.
 """
 
 from __future__ import annotations
@@ -22,10 +22,10 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from zoo.core.cache import KVCache
-from zoo.core.kv import KVStrategy
-from zoo.core.layers import DecoderStack, PreNormLayer, RMSNorm, shorter_window, window_mask
-from zoo.core.rope import inverse_frequencies, rope_cos_sin
+from zoo.core.asset.kv_writes import KVStrategy
+from zoo.core.checkpoint.rope import inverse_frequencies, rope_cos_sin
+from zoo.core.model.kv_cache import KVCache
+from zoo.core.model.layers import DecoderStack, PreNormLayer, RMSNorm, shorter_window, window_mask
 from zoo.llama.config import LlamaConfig
 
 
@@ -63,7 +63,7 @@ class DecoderLayer(PreNormLayer):
 
 
 class Llama(DecoderStack):
-    """The embedding, the layers, the final norm and the head (`zoo.core.layers.DecoderStack`:
+    """The embedding, the layers, the final norm and the head (`zoo.core.model.layers.DecoderStack`:
     `forward(input_ids, positions, step, states) -> logits`)."""
 
     name = "llama"  # the zoo entry, recorded in the asset's DecodeSpec

@@ -1,9 +1,9 @@
 """Mixtral text decoder (8x7B, 8x22B) on Core AI.
 
 The zoo entry: `config.py` reads config.json, `model.py` is the decoder; this registration
-is all the rest of the zoo needs to know about it (`zoo.core.entry`)."""
+is all the rest of the zoo needs to know about it (`zoo.core.model.entry`)."""
 
-from zoo.core.entry import ModelEntry, TinyCheckpoint, register
+from zoo.core.model.entry import ModelEntry, TinyCheckpoint, register
 from zoo.mixtral.config import MixtralConfig
 from zoo.mixtral.model import Mixtral
 

@@ -2,7 +2,7 @@
 
 import sys
 
-from zoo.core.commands import run
+from zoo.core.cli.commands import run
 
 if __name__ == "__main__":
     sys.exit(run("mixtral"))

@@ -2,7 +2,7 @@
 
 It computes what transformers 5.23 `MixtralForCausalLM` computes (the parity tests hold it
 to that): Mistral's attention (`zoo.llama`'s, RoPE base 1e6) and, in place of each layer's
-MLP, a sparse mixture of 8 experts (`block_sparse_moe`, `zoo.core.experts`):
+MLP, a sparse mixture of 8 experts (`block_sparse_moe`, `zoo.core.model.experts`):
 - the router (`block_sparse_moe.gate`) scores the 8 experts; softmax over all 8 in fp32,
   the top 2, renormalised to sum to one;
 - each expert is a SiLU gated MLP whose projections the checkpoints call `w1` (gate),
@@ -14,9 +14,9 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from zoo.core.experts import MixtureOfExperts
-from zoo.core.kv import KVStrategy
-from zoo.core.layers import DecoderStack, RMSNorm, shorter_window
+from zoo.core.asset.kv_writes import KVStrategy
+from zoo.core.model.experts import MixtureOfExperts
+from zoo.core.model.layers import DecoderStack, RMSNorm, shorter_window
 from zoo.llama.model import Attention
 from zoo.mixtral.config import MixtralConfig
 
@@ -45,7 +45,7 @@ class DecoderLayer(nn.Module):
 
 
 class Mixtral(DecoderStack):
-    """The embedding, the layers, the final norm and the head (`zoo.core.layers.DecoderStack`:
+    """The embedding, the layers, the final norm and the head (`zoo.core.model.layers.DecoderStack`:
     `forward(input_ids, positions, step, states) -> logits`)."""
 
     name = "mixtral"  # the zoo entry, recorded in the asset's DecodeSpec

@@ -1,9 +1,9 @@
 """OLMo 2 text decoder (1B, 7B, 13B, 32B) on Core AI.
 
 The zoo entry: `config.py` reads config.json, `model.py` is the decoder; this registration
-is all the rest of the zoo needs to know about it (`zoo.core.entry`)."""
+is all the rest of the zoo needs to know about it (`zoo.core.model.entry`)."""
 
-from zoo.core.entry import ModelEntry, TinyCheckpoint, register
+from zoo.core.model.entry import ModelEntry, TinyCheckpoint, register
 from zoo.olmo2.config import Olmo2Config
 from zoo.olmo2.model import Olmo2
 

@@ -2,7 +2,7 @@
 
 It computes what transformers 5.23 `Olmo2ForCausalLM` computes (the parity tests hold it
 to that). Every attention layer writes its keys and values into a cache state through the
-KV strategy the model was built with (`zoo.core.kv`); the host passes the masks.
+KV strategy the model was built with (`zoo.core.asset.kv_writes`); the host passes the masks.
 
 OLMo 2 moves the norms of the Llama decoder:
 - no norm before attention or the MLP: each block's *output* is RMS-normed before it joins
@@ -19,10 +19,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from zoo.core.cache import KVCache
-from zoo.core.kv import KVStrategy
-from zoo.core.layers import DecoderStack, GatedMLP, RMSNorm
-from zoo.core.rope import inverse_frequencies, rope_cos_sin
+from zoo.core.asset.kv_writes import KVStrategy
+from zoo.core.checkpoint.rope import inverse_frequencies, rope_cos_sin
+from zoo.core.model.kv_cache import KVCache
+from zoo.core.model.layers import DecoderStack, GatedMLP, RMSNorm
 from zoo.olmo2.config import Olmo2Config
 
 
@@ -67,7 +67,7 @@ class DecoderLayer(nn.Module):
 
 
 class Olmo2(DecoderStack):
-    """The embedding, the layers, the final norm and the head (`zoo.core.layers.DecoderStack`:
+    """The embedding, the layers, the final norm and the head (`zoo.core.model.layers.DecoderStack`:
     `forward(input_ids, positions, step, states) -> logits`)."""
 
     name = "olmo2"  # the zoo entry, recorded in the asset's DecodeSpec

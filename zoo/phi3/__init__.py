@@ -1,9 +1,9 @@
 """Phi-3 / Phi-4 text decoder (Phi-3-mini/medium, Phi-3.5-mini, Phi-4-mini, Phi-4) on Core AI.
 
 The zoo entry: `config.py` reads config.json, `model.py` is the decoder; this registration
-is all the rest of the zoo needs to know about it (`zoo.core.entry`)."""
+is all the rest of the zoo needs to know about it (`zoo.core.model.entry`)."""
 
-from zoo.core.entry import ModelEntry, TinyCheckpoint, register
+from zoo.core.model.entry import ModelEntry, TinyCheckpoint, register
 from zoo.phi3.config import Phi3Config
 from zoo.phi3.model import Phi3
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from zoo.core.checkpoint import DecoderConfig
+from zoo.core.checkpoint.config import DecoderConfig
 
 
 @dataclass

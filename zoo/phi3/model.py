@@ -3,9 +3,9 @@ for Core AI.
 
 It computes what transformers 5.23 `Phi3ForCausalLM` computes (the parity tests hold it
 to that). Every attention layer writes its keys and values into a cache state through the
-KV strategy the model was built with (`zoo.core.kv`); the host passes the masks.
+KV strategy the model was built with (`zoo.core.asset.kv_writes`); the host passes the masks.
 
-Phi-3 is the Llama layer (`zoo.core.layers.PreNormLayer`) with its weights fused and its
+Phi-3 is the Llama layer (`zoo.core.model.layers.PreNormLayer`) with its weights fused and its
 RoPE partial:
 - one `qkv_proj` computes q, k and v (split by width after it), one `gate_up_proj` the
   gate and the up halves of the MLP: one matmul where Llama has three, and two;
@@ -26,11 +26,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from zoo.core.cache import KVCache
-from zoo.core.checkpoint import refuse_cache_past
-from zoo.core.kv import KVStrategy
-from zoo.core.layers import DecoderStack, PreNormLayer, RMSNorm, shorter_window, window_mask
-from zoo.core.rope import attention_scaling, inverse_frequencies, rope_cos_sin
+from zoo.core.asset.kv_writes import KVStrategy
+from zoo.core.checkpoint.config import refuse_cache_past
+from zoo.core.checkpoint.rope import attention_scaling, inverse_frequencies, rope_cos_sin
+from zoo.core.model.kv_cache import KVCache
+from zoo.core.model.layers import DecoderStack, PreNormLayer, RMSNorm, shorter_window, window_mask
 from zoo.phi3.config import Phi3Config
 
 
@@ -86,7 +86,7 @@ class DecoderLayer(PreNormLayer):
 
 
 class Phi3(DecoderStack):
-    """The embedding, the layers, the final norm and the head (`zoo.core.layers.DecoderStack`:
+    """The embedding, the layers, the final norm and the head (`zoo.core.model.layers.DecoderStack`:
     `forward(input_ids, positions, step, states) -> logits`)."""
 
     name = "phi3"  # the zoo entry, recorded in the asset's DecodeSpec

@@ -1,9 +1,9 @@
 """Qwen3 dense text decoder (0.6B, 1.7B, 4B, 8B, 14B, 32B) on Core AI.
 
 The zoo entry: `config.py` reads config.json, `model.py` is the decoder; this registration
-is all the rest of the zoo needs to know about it (`zoo.core.entry`)."""
+is all the rest of the zoo needs to know about it (`zoo.core.model.entry`)."""
 
-from zoo.core.entry import ModelEntry, TinyCheckpoint, register
+from zoo.core.model.entry import ModelEntry, TinyCheckpoint, register
 from zoo.qwen3.config import Qwen3Config
 from zoo.qwen3.model import Qwen3
 

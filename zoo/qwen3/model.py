@@ -2,7 +2,7 @@
 
 It computes what transformers 5.23 `Qwen3ForCausalLM` computes (the parity tests hold it
 to that). Every attention layer writes its keys and values into a cache state through the
-KV strategy the model was built with (`zoo.core.kv`); the host passes the masks.
+KV strategy the model was built with (`zoo.core.asset.kv_writes`); the host passes the masks.
 
 Qwen3 is the Llama decoder (`zoo.llama`) with one change where it matters for export:
 - qk-norm: q and k are RMS-normed per head (a learned weight of `head_dim`) after their
@@ -18,10 +18,10 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from zoo.core.cache import KVCache
-from zoo.core.kv import KVStrategy
-from zoo.core.layers import DecoderStack, PreNormLayer, RMSNorm
-from zoo.core.rope import inverse_frequencies, rope_cos_sin
+from zoo.core.asset.kv_writes import KVStrategy
+from zoo.core.checkpoint.rope import inverse_frequencies, rope_cos_sin
+from zoo.core.model.kv_cache import KVCache
+from zoo.core.model.layers import DecoderStack, PreNormLayer, RMSNorm
 from zoo.qwen3.config import Qwen3Config
 
 
@@ -59,7 +59,7 @@ class DecoderLayer(PreNormLayer):
 
 
 class Qwen3(DecoderStack):
-    """The embedding, the layers, the final norm and the head (`zoo.core.layers.DecoderStack`:
+    """The embedding, the layers, the final norm and the head (`zoo.core.model.layers.DecoderStack`:
     `forward(input_ids, positions, step, states) -> logits`)."""
 
     name = "qwen3"  # the zoo entry, recorded in the asset's DecodeSpec

@@ -1,11 +1,11 @@
 """Qwen3.5 hybrid decoder (GatedDeltaNet + attention) on Core AI.
 
 The zoo entry: `config.py` reads config.json, `model.py` is the decoder; this registration
-is all the rest of the zoo needs to know about it (`zoo.core.entry`)."""
+is all the rest of the zoo needs to know about it (`zoo.core.model.entry`)."""
 
-from zoo.core.decode import export_model as export_qwen3_5
-from zoo.core.eager import decode_spec, torch_logits
-from zoo.core.entry import ModelEntry, TinyCheckpoint, register
+from zoo.core.export.functions import export_model as export_qwen3_5
+from zoo.core.model.eager import decode_spec, torch_logits
+from zoo.core.model.entry import ModelEntry, TinyCheckpoint, register
 from zoo.qwen3_5 import vision
 from zoo.qwen3_5.config import Qwen3_5Config, UnsupportedConfig
 from zoo.qwen3_5.model import Qwen3_5
@@ -78,7 +78,7 @@ ENTRY = register(
         transformers_name="Qwen3_5",
         tiny=TINY,
         towers=("visual.", "vision"),  # and `mtp.*` (multi-token prediction): not under model.
-        encoders={"vision": vision},  # images: the encoder a component (zoo.core.components)
+        encoders={"vision": vision},  # images: the encoder a component (zoo.core.export.components)
     )
 )
 load_qwen3_5 = ENTRY.load

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from zoo.core.checkpoint import DecoderConfig
-from zoo.core.files import UnsupportedConfig
+from zoo.core.checkpoint.config import DecoderConfig
+from zoo.core.io.files import UnsupportedConfig
 
 
 @dataclass

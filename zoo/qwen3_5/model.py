@@ -17,7 +17,7 @@ Qwen3.5's parts, in the order they appear below:
 - Multimodal RoPE: the rotated frequencies are interleaved over three position axes (time,
   height, width: `mrope_section`); text sees the same position on all three, so a text-only
   asset rotates by plain partial RoPE, and an asset with a vision component takes the three
-  axes from the host (`mrope_positions`, `zoo.core.media`).
+  axes from the host (`mrope_positions`, `zoo.core.host.media`).
 - The multi-token-prediction (`mtp.*`) weights of some checkpoints are not used.
 """
 
@@ -27,10 +27,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from zoo.core.cache import KVCache
-from zoo.core.deltanet import GatedDeltaRule, causal_conv
-from zoo.core.kv import KVStrategy
-from zoo.core.layers import GatedMLP, head_logits, with_soft_tokens
+from zoo.core.asset.kv_writes import KVStrategy
+from zoo.core.model.deltanet import GatedDeltaRule, causal_conv
+from zoo.core.model.kv_cache import KVCache
+from zoo.core.model.layers import GatedMLP, head_logits, with_soft_tokens
 from zoo.qwen3_5.config import Qwen3_5Config
 
 
@@ -216,7 +216,7 @@ class Qwen3_5(nn.Module):
     `step` holds the KV strategy's inputs by name (`strategy.step_inputs`), for the
     attention layers; `states` the states of `state_shapes()` by name: per layer, a conv and
     a recurrent state (GatedDeltaNet) or a key and a value cache (attention)
-    (`zoo.core.decode.FlatDecoder` flattens both for export).
+    (`zoo.core.export.functions.FlatDecoder` flattens both for export).
     """
 
     name = "qwen3_5"  # the zoo entry, recorded in the asset's DecodeSpec
@@ -250,7 +250,7 @@ class Qwen3_5(nn.Module):
         return self.layer_state_shapes(0, len(self.layers))
 
     def layer_state_shapes(self, start: int, stop: int) -> dict[str, tuple[int, ...]]:
-        """The states of layers [start, stop) (a layer range, `zoo.core.ranges`): the
+        """The states of layers [start, stop) (a layer range, `zoo.core.export.ranges`): the
         GatedDeltaNet states stay with their layer like the KV caches."""
         layers = self.layers[start:stop]
         return {name: shape for layer in layers for name, shape in layer.state_shapes().items()}

@@ -2,7 +2,7 @@
 decoder's soft tokens out (what transformers 5.23 `Qwen3_5Model.get_image_features`
 computes; the parity tests hold it to that), for a fixed number of patches.
 
-The image processor (`zoo.core.media`, on the host) resizes an image to a multiple of
+The image processor (`zoo.core.host.media`, on the host) resizes an image to a multiple of
 `patch_size * spatial_merge_size` pixels within the processor's pixel budget, cuts it into
 patches (each one repeated `temporal_patch_size` times: a still image is a one-frame video),
 orders them so that each 2 x 2 block of patches is consecutive, and pads the rest. It also
@@ -25,9 +25,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from zoo.core.components import image_processor_settings, token_text, vision_config_of
-from zoo.core.files import read_json
-from zoo.core.weights import build_and_load
+from zoo.core.checkpoint.weights import build_and_load
+from zoo.core.export.components import image_processor_settings, token_text, vision_config_of
+from zoo.core.io.files import read_json
 
 
 @dataclass
@@ -231,7 +231,7 @@ def load_encoder(
 
 def processor(directory: str | Path) -> dict:
     """What the host needs to prepare an image for this checkpoint (stored in the asset's
-    metadata.json, `zoo.core.media`): the processor's settings, the grid's geometry, the
+    metadata.json, `zoo.core.host.media`): the processor's settings, the grid's geometry, the
     image token (the chat template writes the vision start and end tokens itself)."""
     directory = Path(directory)
     raw = read_json(directory / "config.json")

@@ -1,11 +1,11 @@
 """Qwen3.5 mixture-of-experts hybrid decoder (35B-A3B, 122B-A10B, 397B-A17B) on Core AI.
 
 The zoo entry: `config.py` reads config.json, `model.py` is the decoder; this registration
-is all the rest of the zoo needs to know about it (`zoo.core.entry`)."""
+is all the rest of the zoo needs to know about it (`zoo.core.model.entry`)."""
 
 from dataclasses import replace
 
-from zoo.core.entry import ModelEntry, register
+from zoo.core.model.entry import ModelEntry, register
 from zoo.qwen3_5 import ENTRY as DENSE
 from zoo.qwen3_5_moe.config import Qwen3_5MoeConfig
 from zoo.qwen3_5_moe.model import Qwen3_5Moe

@@ -4,7 +4,7 @@ Core AI.
 It computes what transformers 5.23 `Qwen3_5MoeForCausalLM` computes (the parity tests hold
 it to that). It is the dense Qwen3.5 hybrid (`zoo.qwen3_5`: three GatedDeltaNet layers to
 one full attention, their recurrent, conv and KV states) with every layer's MLP replaced by
-a mixture of experts (`zoo.core.experts`):
+a mixture of experts (`zoo.core.model.experts`):
 - a router (`mlp.gate`) picks 8 of 256 experts per token: softmax over all of them in
   fp32, the top 8, renormalised to sum to one;
 - each expert is a SiLU gated MLP of `moe_intermediate_size` (512 in 35B-A3B);
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from torch import nn
 
-from zoo.core.experts import MixtureOfExperts
+from zoo.core.model.experts import MixtureOfExperts
 from zoo.qwen3_5.model import DecoderLayer as DenseLayer
 from zoo.qwen3_5.model import Qwen3_5
 from zoo.qwen3_5_moe.config import Qwen3_5MoeConfig

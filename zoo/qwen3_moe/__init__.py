@@ -1,9 +1,9 @@
 """Qwen3 mixture-of-experts text decoder (30B-A3B, Coder-30B-A3B, 235B-A22B) on Core AI.
 
 The zoo entry: `config.py` reads config.json, `model.py` is the decoder; this registration
-is all the rest of the zoo needs to know about it (`zoo.core.entry`)."""
+is all the rest of the zoo needs to know about it (`zoo.core.model.entry`)."""
 
-from zoo.core.entry import ModelEntry, TinyCheckpoint, register
+from zoo.core.model.entry import ModelEntry, TinyCheckpoint, register
 from zoo.qwen3_moe.config import Qwen3MoeConfig
 from zoo.qwen3_moe.model import Qwen3Moe
 

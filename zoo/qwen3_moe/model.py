@@ -3,7 +3,7 @@ for Core AI.
 
 It computes what transformers 5.23 `Qwen3MoeForCausalLM` computes (the parity tests hold
 it to that). It is dense Qwen3 (`zoo.qwen3`: qk-norm per head, RoPE on the whole head)
-with the MLP of each layer replaced by a mixture of experts (`zoo.core.experts`):
+with the MLP of each layer replaced by a mixture of experts (`zoo.core.model.experts`):
 - a router (`mlp.gate`, hidden -> 128 logits) picks 8 experts per token: softmax over all
   128 in fp32, the top 8, renormalised to sum to one (`norm_topk_prob`);
 - each expert is a SiLU gated MLP of `moe_intermediate_size` (768 in 30B-A3B), so a token
@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from torch import nn
 
-from zoo.core.experts import MixtureOfExperts
-from zoo.core.kv import KVStrategy
-from zoo.core.layers import DecoderStack, GatedMLP, PreNormLayer, RMSNorm
+from zoo.core.asset.kv_writes import KVStrategy
+from zoo.core.model.experts import MixtureOfExperts
+from zoo.core.model.layers import DecoderStack, GatedMLP, PreNormLayer, RMSNorm
 from zoo.qwen3.model import Attention
 from zoo.qwen3_moe.config import Qwen3MoeConfig
 
@@ -42,7 +42,7 @@ class DecoderLayer(PreNormLayer):
 
 
 class Qwen3Moe(DecoderStack):
-    """The embedding, the layers, the final norm and the head (`zoo.core.layers.DecoderStack`:
+    """The embedding, the layers, the final norm and the head (`zoo.core.model.layers.DecoderStack`:
     `forward(input_ids, positions, step, states) -> logits`)."""
 
     name = "qwen3_moe"  # the zoo entry, recorded in the asset's DecodeSpec

@@ -20,7 +20,7 @@ Markers a page may hold (an HTML comment, so the raw Markdown still reads well):
                                     sources (`zoo.lab.expected.TABLES[TABLE]`)
     <!-- zoo:pivot NAME KEY "row column" "column column" "value column" -->
                                     the rows pivoted into a compact table
-    <!-- zoo:entries -->          every zoo entry from the registry (`zoo.core.entry`): its
+    <!-- zoo:entries -->          every zoo entry from the registry (`zoo.core.model.entry`): its
                                     model types, released sizes, what is verified here
     <!-- zoo:plot NAME KEY "x column" "y column" series-column -->
                                     an inline SVG line chart (log-log) of those rows
@@ -41,7 +41,7 @@ from pathlib import Path
 
 from mkdocs.exceptions import PluginError
 
-from zoo.core.provenance import describe
+from zoo.core.io.provenance import describe
 from zoo.site.charts import line_chart
 from zoo.site.outputs import add_outputs
 from zoo.site.recipes import RecipeError
@@ -178,7 +178,7 @@ def status_box(name: str, record: dict, device_records: list[Path]) -> str:
 
 
 def _devices(records_dir: Path, name: str) -> list[Path]:
-    """Records of `name` measured on other devices, merged by `zoo.core.records merge`."""
+    """Records of `name` measured on other devices, merged by `zoo.core.io.records merge`."""
     return sorted(records_dir.glob(f"devices/*/{name}.json"))
 
 
@@ -315,7 +315,7 @@ def _load(records_dir: Path, name: str) -> dict:
     path = records_dir / f"{name}.json"
     if not path.exists():
         raise FileNotFoundError(
-            f"no record {path}; generate it with `make records` (python -m zoo.core.records "
+            f"no record {path}; generate it with `make records` (python -m zoo.core.io.records "
             "regenerate), or `make bench` for a bench-* record"
         )
     return json.loads(path.read_text())
@@ -323,9 +323,9 @@ def _load(records_dir: Path, name: str) -> dict:
 
 def entries_table(records_dir: Path, page: str) -> str:
     """One row per registered entry, from the registry and the records: no hand-kept list."""
-    from zoo.core.compress import OTHER_SPELLINGS, PRESETS
-    from zoo.core.entry import all_entries
-    from zoo.core.kv import STRATEGIES
+    from zoo.core.asset.kv_writes import STRATEGIES
+    from zoo.core.compression.presets import OTHER_SPELLINGS, PRESETS
+    from zoo.core.model.entry import all_entries
     from zoo.fetch import REAL_MODELS
     from zoo.released import released_configs
 

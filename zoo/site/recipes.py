@@ -25,7 +25,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from zoo.core.staging import locked
+from zoo.core.io.staging import locked
 
 ROOT = Path(__file__).resolve().parents[2]
 RUNS_ENV = "ZOO_RECIPE_RUNS"
@@ -114,8 +114,8 @@ def code_key(*extra: str) -> str:
 
 
 def recipe_arguments(path: Path, records: Path) -> list[str]:
-    """`--record DIR` for a recipe that writes records (`zoo.core.records.GENERATORS`)."""
-    from zoo.core.records import GENERATORS
+    """`--record DIR` for a recipe that writes records (`zoo.core.io.records.GENERATORS`)."""
+    from zoo.core.io.records import GENERATORS
 
     writes = any(
         (ROOT / script).resolve() == path and not extra for script, extra in GENERATORS.values()

@@ -11,8 +11,8 @@ import torch
 
 from zoo.bench.__main__ import run_bench, run_profiles
 from zoo.bench.shapes import SHAPES, TINY, build_decoder, decode_weight_bytes
-from zoo.core.entry import get_entry
-from zoo.core.layout import apply_layout
+from zoo.core.model.entry import get_entry
+from zoo.core.model.layout import apply_layout
 
 pytestmark = pytest.mark.runtime  # the suite's tiers: pyproject.toml's markers
 
@@ -81,7 +81,7 @@ def test_bench_command_refuses_unknown_shapes():
 
 def test_bench_models_compute_the_same_in_every_layout():
     model = build_decoder(TINY["gemma4-tiny"], "runtime-index")
-    from zoo.core.eager import torch_logits
+    from zoo.core.model.eager import torch_logits
 
     ids = [3, 7, 11, 5]
     before = torch_logits(model, ids)
@@ -148,11 +148,11 @@ def test_matmul_formulations_compute_the_same_projection():
 
 
 def test_linux_default_chunk_is_what_the_committed_sweep_chooses():
-    """The platform default (`zoo.core.layout.DEFAULT_CHUNK`) follows the measurement."""
+    """The platform default (`zoo.core.model.layout.DEFAULT_CHUNK`) follows the measurement."""
     from pathlib import Path
 
     from zoo.bench.chunks import chunk_choice
-    from zoo.core.layout import DEFAULT_CHUNK
+    from zoo.core.model.layout import DEFAULT_CHUNK
 
     record = Path(__file__).resolve().parents[3] / "docs/records/bench-chunks-qwen3_5-0.8b.json"
     rows = json.loads(record.read_text())["results"]["rows"]

@@ -10,9 +10,9 @@ import torch
 import transformers
 
 from zoo.bench.checkpoints import released_config, write_random_checkpoint
-from zoo.core.eager import torch_logits
-from zoo.core.entry import get_entry
-from zoo.core.weights import safetensors_files
+from zoo.core.checkpoint.weights import safetensors_files
+from zoo.core.model.eager import torch_logits
+from zoo.core.model.entry import get_entry
 from zoo.released import scale_down
 
 pytestmark = pytest.mark.unit  # the suite's tiers: pyproject.toml's markers

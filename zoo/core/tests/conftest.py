@@ -8,7 +8,7 @@ import pytest
 import torch
 from torch import nn
 
-from zoo.core.export import EntryPoint, export
+from zoo.core.export.convert import EntryPoint, export
 
 
 class Accumulate(nn.Module):

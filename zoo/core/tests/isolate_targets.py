@@ -22,7 +22,7 @@ def raises() -> None:
 
 
 def export_fails() -> None:
-    from zoo.core.export import ExportError
+    from zoo.core.export.convert import ExportError
 
     raise ExportError("entry point 'main' failed to export: unsupported op")
 

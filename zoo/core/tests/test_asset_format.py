@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from zoo.core.asset import AssetError, OpenedAsset, open_asset
-from zoo.core.generator import Generator
-from zoo.core.spec import DecodeSpec
+from zoo.core.asset.decode_spec import DecodeSpec
+from zoo.core.asset.opened import AssetError, OpenedAsset, open_asset
+from zoo.core.host.generator import Generator
 
 pytestmark = pytest.mark.export  # the suite's tiers: pyproject.toml's markers
 
@@ -24,8 +24,8 @@ EARLIER = FIXTURES / "tiny-llama-86cd0cf.aimodel"
 @pytest.fixture(scope="module")
 def tiny_llama_asset(tmp_path_factory) -> Path:
     """The same checkpoint (seed 0) exported by this zoo, as the fixture was."""
-    from zoo.core.plan import plan_export
-    from zoo.core.run import run_plan
+    from zoo.core.export.plan import plan_export
+    from zoo.core.export.run import run_plan
     from zoo.reference import make_tiny_checkpoint
 
     folder = tmp_path_factory.mktemp("format")

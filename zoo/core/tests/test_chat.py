@@ -86,7 +86,7 @@ def test_gemma4_chat_stops_at_the_end_of_turn(tmp_path):
 
 
 def test_qwen3_5_chat_template_and_stop_list(tmp_path):
-    from zoo.core.asset import read_metadata
+    from zoo.core.asset.opened import read_metadata
     from zoo.reference import make_tiny_checkpoint, write_tokenizer
 
     checkpoint = make_tiny_checkpoint("qwen3_5", tmp_path / "ck")
@@ -118,7 +118,7 @@ def test_qwen3_5_chat_template_and_stop_list(tmp_path):
 
 
 def test_a_system_turn_comes_before_the_users(tmp_path):
-    from zoo.core.text import chat_prompt
+    from zoo.core.asset.tokenizer import chat_prompt
 
     (tmp_path / "chat_template.jinja").write_text(QWEN_TEMPLATE)
     rendered = chat_prompt(tmp_path, "w5", system="be brief")
@@ -149,10 +149,10 @@ def test_a_chat_template_that_runs_away_is_stopped(tmp_path, monkeypatch, templa
     """A chat template is code from the checkpoint: rendering has a time and a size limit."""
     import time
 
-    from zoo.core import text
-    from zoo.core.text import chat_prompt
+    from zoo.core.asset import tokenizer
+    from zoo.core.asset.tokenizer import chat_prompt
 
-    monkeypatch.setattr(text, "TEMPLATE_SECONDS", 0.5)
+    monkeypatch.setattr(tokenizer, "TEMPLATE_SECONDS", 0.5)
     (tmp_path / "chat_template.jinja").write_text(template)
     started = time.monotonic()
     with pytest.raises(ValueError, match=f"chat_template.jinja: the chat template {named}"):

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from zoo.core.compress import PRESETS
+from zoo.core.compression.presets import PRESETS
 from zoo.lab.compression import compression_row
 from zoo.reference import make_tiny_checkpoint
 
@@ -84,7 +84,7 @@ def test_cli_exports_a_released_config_compressed_and_generates(model, released,
     """The done-when of the compression issue, on checkpoints no other test exports."""
     import json
 
-    from zoo.core.asset import read_metadata
+    from zoo.core.asset.opened import read_metadata
     from zoo.released import released_configs, scale_down, write_checkpoint
 
     config = scale_down(json.loads(released_configs(model)[released].read_text()))
@@ -99,7 +99,7 @@ def test_cli_exports_a_released_config_compressed_and_generates(model, released,
     )
     assert export.returncode == 0, export.stderr[-3000:]
     assert read_metadata(asset)["decode"]["compression"] == preset
-    from zoo.core.layout import default_chunk  # no --chunk: the platform's measured default
+    from zoo.core.model.layout import default_chunk  # no --chunk: the platform's measured default
 
     assert read_metadata(asset)["decode"]["chunk"] == min(default_chunk(), 64)
     generate = subprocess.run(
@@ -123,9 +123,9 @@ def test_compressing_while_loading_equals_compressing_after(model, preset, optio
     import torch
     from torch.nn.utils import parametrize
 
-    from zoo.core.compress import get_preset
-    from zoo.core.eager import torch_logits
-    from zoo.core.entry import get_entry
+    from zoo.core.compression.presets import get_preset
+    from zoo.core.model.eager import torch_logits
+    from zoo.core.model.entry import get_entry
 
     entry = get_entry(model)
     checkpoint = make_tiny_checkpoint(entry, tmp_path / "ck")
@@ -152,7 +152,7 @@ def test_compressing_while_loading_equals_compressing_after(model, preset, optio
     assert stored, "compressed weights are memory-mapped from the model's weight store"
     assert told and told[0].startswith(f"{preset}: reading layer 1 of")
     with pytest.raises(ValueError, match="loaded compressed with"):
-        from zoo.core.decode import export_model
+        from zoo.core.export.functions import export_model
 
         export_model(while_loading, tmp_path / "x.aimodel", chunk=4, compress="int8")
     assert not (tmp_path / "x.aimodel").exists()
@@ -163,8 +163,8 @@ def test_a_loaded_checkpoint_keeps_no_meta_parameter(tmp_path):
     checkpoint that lacks one fails naming it, before anything is built."""
     from safetensors.torch import load_file, save_file
 
-    from zoo.core.checkpoint import CheckpointError
-    from zoo.core.entry import get_entry
+    from zoo.core.checkpoint.config import CheckpointError
+    from zoo.core.model.entry import get_entry
 
     entry = get_entry("qwen3_5")
     checkpoint = make_tiny_checkpoint(entry, tmp_path / "ck")
@@ -184,7 +184,7 @@ def test_int4_block32_stores_fp16_scales_for_an_fp32_graph():
     the scale bytes) and casts the dequantized weight back to fp32."""
     import torch
 
-    from zoo.core.compress import get_preset
+    from zoo.core.compression.presets import get_preset
 
     torch.manual_seed(0)
     linear = torch.nn.Linear(64, 96, bias=False)
@@ -217,8 +217,8 @@ def test_bits_per_weight_count_codes_scales_offsets_and_tables(preset, bits):
     """Apple's bits per weight: what the asset stores, scales and tables included."""
     import torch
 
-    from zoo.core.compress import get_preset
-    from zoo.core.stores import stored_bits
+    from zoo.core.compression.presets import get_preset
+    from zoo.core.compression.stores import stored_bits
 
     model = torch.nn.Sequential(torch.nn.Linear(64, 96, bias=False), torch.nn.LayerNorm(96))
     get_preset(preset).apply(model)

@@ -9,9 +9,9 @@ import shutil
 import pytest
 
 from zoo import export_model, get_entry
-from zoo.core.asset import AssetError, verify_asset
-from zoo.core.plan import plan_export
-from zoo.core.spec import DecodeSpec
+from zoo.core.asset.decode_spec import DecodeSpec
+from zoo.core.asset.opened import AssetError, verify_asset
+from zoo.core.export.plan import plan_export
 from zoo.reference import make_tiny_checkpoint
 
 pytestmark = pytest.mark.export  # the suite's tiers: pyproject.toml's markers

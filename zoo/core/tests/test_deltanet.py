@@ -7,7 +7,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from zoo.core.deltanet import GatedDeltaRule, GatedDeltaUpdate, causal_conv, gated_delta_step
+from zoo.core.model.deltanet import GatedDeltaRule, GatedDeltaUpdate, causal_conv, gated_delta_step
 
 pytestmark = pytest.mark.unit  # the suite's tiers: pyproject.toml's markers
 

@@ -12,9 +12,9 @@ import pytest
 import torch
 from torch.nn.utils import parametrize
 
-from zoo.core.encoding import PlainEmbedding, PlainLinear, encode_plain
-from zoo.core.entry import get_entry
-from zoo.core.plan import plan_export
+from zoo.core.compression.encoding import PlainEmbedding, PlainLinear, encode_plain
+from zoo.core.export.plan import plan_export
+from zoo.core.model.entry import get_entry
 from zoo.reference import make_tiny_checkpoint
 
 pytestmark = pytest.mark.runtime  # the suite's tiers: pyproject.toml's markers
@@ -102,7 +102,7 @@ def test_what_holds_no_codes_is_refused(checkpoint, tmp_path, options, named):
 
 @pytest.fixture(scope="module")
 def assets(checkpoint, tmp_path_factory):
-    from zoo.core.run import run_plan
+    from zoo.core.export.run import run_plan
 
     folder = tmp_path_factory.mktemp("encoded")
     made = {}
@@ -125,7 +125,7 @@ def assets(checkpoint, tmp_path_factory):
 
 
 def test_encoded_assets_decode_like_the_coreai_opt_asset(assets, checkpoint):
-    from zoo.core.generator import runtime_feed_logits, runtime_greedy
+    from zoo.core.host.generator import runtime_feed_logits, runtime_greedy
     from zoo.core.isolate import run_isolated
 
     prompt = [1, 5, 9, 13, 17]
@@ -137,7 +137,7 @@ def test_encoded_assets_decode_like_the_coreai_opt_asset(assets, checkpoint):
     assert np.abs(np.array(got.result["logits"]) - want.result["logits"]).max() < 1e-4
     # float32 arithmetic moves weights by up to an fp16 step (a random model's logits by
     # tenths): the asset computes what its own eager model computes
-    from zoo.core.eager import torch_logits
+    from zoo.core.model.eager import torch_logits
 
     run = run_isolated(runtime_feed_logits, str(assets["int4-block32", "plain-fp32"]), [prompt])
     assert run.ok, run.summary()

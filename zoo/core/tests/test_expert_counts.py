@@ -8,9 +8,9 @@ import json
 
 import pytest
 
-from zoo.core.checkpoint import CheckpointError
-from zoo.core.entry import get_entry
-from zoo.core.plan import plan_export
+from zoo.core.checkpoint.config import CheckpointError
+from zoo.core.export.plan import plan_export
+from zoo.core.model.entry import get_entry
 from zoo.reference import make_tiny_checkpoint
 
 pytestmark = pytest.mark.unit  # the suite's tiers: pyproject.toml's markers

@@ -8,8 +8,8 @@ import pytest
 import torch
 from torch import nn
 
-from zoo.core.asset import read_metadata
-from zoo.core.export import ExportError, export
+from zoo.core.asset.opened import read_metadata
+from zoo.core.export.convert import ExportError, export
 
 from .conftest import Accumulate, example_inputs
 
@@ -123,7 +123,7 @@ def test_one_example_input_per_forward_argument(tmp_path):
 
 
 def test_entry_point_names_must_be_unique(tmp_path):
-    from zoo.core.export import EntryPoint
+    from zoo.core.export.convert import EntryPoint
 
     twin = EntryPoint("main", Scale(1.0), (torch.ones(4),), ["x"], ["y"])
     with pytest.raises(ValueError, match="unique"):

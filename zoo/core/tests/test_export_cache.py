@@ -1,4 +1,4 @@
-"""The test session's export cache (zoo.core.export_cache): a key that tells apart whatever
+"""The test session's export cache (zoo.core.export.session_cache): a key that tells apart whatever
 changes the asset, and an identical export copied instead of converted again."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ import pytest
 import torch
 from torch import nn
 
-from zoo.core.export import EntryPoint, export
-from zoo.core.export_cache import CACHE_ENV, LOG_NAME, _class_identity, export_key, summary
-from zoo.core.runtime import Model
+from zoo.core.export.convert import EntryPoint, export
+from zoo.core.export.session_cache import CACHE_ENV, LOG_NAME, _class_identity, export_key, summary
+from zoo.core.host.runtime import Model
 
 pytestmark = pytest.mark.export  # the suite's tiers: pyproject.toml's markers
 

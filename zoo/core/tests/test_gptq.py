@@ -1,5 +1,5 @@
-"""GPTQ's codes (`zoo.core.gptq`): on coreai-opt's grid, lower output error than rounding,
-and an asset that answers like its eager model. Quality on real weights: zoo.evaluation's
+"""GPTQ's codes (`zoo.core.compression.gptq`): on coreai-opt's grid, lower output error than
+rounding, and an asset that answers like its eager model. Quality on real weights: zoo.evaluation's
 records (random weights say nothing about it)."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import torch
 
-from zoo.core.gptq import gptq_codes, search_grid
+from zoo.core.compression.gptq import gptq_codes, search_grid
 
 pytestmark = pytest.mark.runtime  # the suite's tiers: pyproject.toml's markers
 
@@ -89,13 +89,13 @@ def calibrated_case(tmp_path_factory):
 
 
 def test_a_gptq_asset_answers_as_its_eager_model_at_the_size_of_rounding(calibrated_case):
-    from zoo.core.asset import read_metadata
-    from zoo.core.eager import torch_logits
-    from zoo.core.entry import load
-    from zoo.core.generator import runtime_greedy
-    from zoo.core.gptq import calibration_windows
+    from zoo.core.asset.opened import read_metadata
+    from zoo.core.compression.gptq import calibration_windows
+    from zoo.core.export.run import export
+    from zoo.core.host.generator import runtime_greedy
     from zoo.core.isolate import run_isolated
-    from zoo.core.run import export
+    from zoo.core.model.eager import torch_logits
+    from zoo.core.model.entry import load
 
     checkpoint, text, directory = calibrated_case
     asset = export(
@@ -163,7 +163,7 @@ def test_zoo_export_refuses_a_calibrated_preset_without_its_text(calibrated_case
 
 
 def test_calibration_text_is_refused_for_a_preset_that_does_not_use_it(calibrated_case):
-    from zoo.core.plan import plan_export
+    from zoo.core.export.plan import plan_export
 
     checkpoint, text, directory = calibrated_case
     with pytest.raises(ValueError, match="--calibration is for a calibrated preset"):

@@ -6,10 +6,10 @@ import pytest
 import torch
 from torch import nn
 
-from zoo.core.cache import KVCache, transposed_keys
-from zoo.core.kv import get_strategy
-from zoo.core.layers import GatedMLP, attend
-from zoo.core.layout import (
+from zoo.core.asset.kv_writes import get_strategy
+from zoo.core.model.kv_cache import KVCache, transposed_keys
+from zoo.core.model.layers import GatedMLP, attend
+from zoo.core.model.layout import (
     BlockedGatedMLP,
     BlockedLinear,
     TransposedLinear,
@@ -142,8 +142,8 @@ class WideToy(nn.Module):
 
 def assert_layout_keeps_the_function(model, ids, layout: str, tmp_path) -> None:
     """`model` in `layout` computes what it computed before, in torch and on the runtime."""
-    from zoo.core.export import export
-    from zoo.core.runtime import Model
+    from zoo.core.export.convert import export
+    from zoo.core.host.runtime import Model
 
     with torch.no_grad():
         before = model(ids)
@@ -191,7 +191,7 @@ def test_rows_as_a_batch_computes_the_same_and_exports(tmp_path):
 
 def test_weight_first_prefill_computes_the_same_at_one_row_and_at_a_chunk(tmp_path):
     """Rows below WEIGHT_FIRST_ROWS take `x @ W_t`, a chunk `(W @ x^T)^T`: both the same."""
-    from zoo.core.layout import WEIGHT_FIRST_ROWS
+    from zoo.core.model.layout import WEIGHT_FIRST_ROWS
 
     torch.manual_seed(0)
     for length in (1, WEIGHT_FIRST_ROWS):

@@ -1,4 +1,4 @@
-"""The plan of an export: options declared once (`zoo.core.options.EXPORT_OPTIONS`: the
+"""The plan of an export: options declared once (`zoo.core.export.options.EXPORT_OPTIONS`: the
 command line, the Python keywords and their documentation are made from them), both targets
 planned (a dry run of each writes nothing), the KV cache counted at the capacity, and a
 line while a long step is silent."""
@@ -9,10 +9,10 @@ import inspect
 
 import pytest
 
-from zoo.core.cli import build_parser
-from zoo.core.decode import export_model
-from zoo.core.options import EXPORT_OPTIONS, OPTIONS_BY_NAME
-from zoo.core.plan import plan_export
+from zoo.core.cli.arguments import build_parser
+from zoo.core.export.functions import export_model
+from zoo.core.export.options import EXPORT_OPTIONS, OPTIONS_BY_NAME
+from zoo.core.export.plan import plan_export
 
 pytestmark = pytest.mark.export  # the suite's tiers: pyproject.toml's markers
 
@@ -116,7 +116,7 @@ def test_a_silent_step_says_it_is_still_working():
     import threading
     import time
 
-    from zoo.core.progress import still_working
+    from zoo.core.io.progress import still_working
 
     said: list[str] = []
     with still_working(said.append, "converting", every=0.05):

@@ -1,12 +1,12 @@
-"""Layer ranges (zoo.core.ranges): how a decoder is cut, and which entries can be."""
+"""Layer ranges (zoo.core.export.ranges): how a decoder is cut, and which entries can be."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from zoo.core.entry import get_entry
-from zoo.core.ranges import check_splittable, split_layers
+from zoo.core.export.ranges import check_splittable, split_layers
+from zoo.core.model.entry import get_entry
 
 pytestmark = pytest.mark.unit  # the suite's tiers: pyproject.toml's markers
 
@@ -28,7 +28,7 @@ def test_a_range_size_that_is_not_a_whole_number_is_refused(bad):
 
 
 def test_every_entry_can_be_cut_and_a_decoder_that_cannot_says_so_by_name():
-    from zoo.core.entry import all_entries
+    from zoo.core.model.entry import all_entries
 
     for name in all_entries():
         check_splittable(get_entry(name).model)

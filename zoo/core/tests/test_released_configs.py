@@ -15,8 +15,8 @@ import json
 import pytest
 import torch
 
-from zoo.core.entry import get_entry
-from zoo.core.files import UnsupportedConfig
+from zoo.core.io.files import UnsupportedConfig
+from zoo.core.model.entry import get_entry
 from zoo.gemma4 import Gemma4Config, load_gemma4, torch_logits
 from zoo.qwen3_5 import Qwen3_5Config, load_qwen3_5
 from zoo.qwen3_5 import torch_logits as qwen_logits
@@ -225,7 +225,7 @@ def test_generate_stops_at_the_released_end_of_turn_id(tmp_path):
     token: generate ends there, as transformers does with the released stop list."""
     from safetensors.torch import load_file, save_file
 
-    from zoo.core.generator import Generator
+    from zoo.core.host.generator import Generator
     from zoo.gemma4 import export_gemma4
     from zoo.released import write_checkpoint
 

@@ -19,8 +19,8 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from zoo import export_model, get_entry
-from zoo.core.checkpoint import CheckpointError
-from zoo.core.plan import plan_export
+from zoo.core.checkpoint.config import CheckpointError
+from zoo.core.export.plan import plan_export
 from zoo.reference import make_tiny_checkpoint
 
 pytestmark = pytest.mark.export  # the suite's tiers: pyproject.toml's markers
@@ -72,7 +72,7 @@ def test_a_number_that_cannot_be_right_is_refused_wherever_it_is_spelled(model, 
 
 
 def test_a_model_type_that_is_not_a_name_is_refused(tiny, tmp_path):
-    from zoo.core.entry import entry_for_checkpoint
+    from zoo.core.model.entry import entry_for_checkpoint
 
     with pytest.raises(ValueError, match="model_type \\[\\], which no zoo entry loads"):
         entry_for_checkpoint(edited(tiny, tmp_path, model_type=[]))
@@ -113,7 +113,7 @@ def test_a_config_that_does_not_match_its_weights_is_refused_in_seconds(tiny, tm
 
 
 def test_a_fifo_in_place_of_a_file_is_named_not_waited_on(tiny, tmp_path):
-    from zoo.core.text import chat_prompt, load_tokenizer
+    from zoo.core.asset.tokenizer import chat_prompt, load_tokenizer
 
     os.mkfifo(tmp_path / "tokenizer.json")
     with pytest.raises(ValueError, match="is not a regular file"):
@@ -169,7 +169,7 @@ def test_ctrl_c_during_generate_exits_130_every_time(long_asset):
 # What every thread of a `zoo` process but the main one has blocked: SIGINT's bit of SigBlk.
 THREAD_MASKS = """
 import os, signal
-import zoo.command, zoo.core.runtime  # the command and the runtime's imports (numpy's threads)
+import zoo.command, zoo.core.host.runtime  # the command and the runtime's imports (numpy's threads)
 for task in sorted(os.listdir("/proc/self/task")):
     status = open(f"/proc/self/task/{task}/status").read()
     blocked = int(status.split("SigBlk:")[1].split()[0], 16) >> (signal.SIGINT - 1) & 1
@@ -179,7 +179,7 @@ for task in sorted(os.listdir("/proc/self/task")):
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc (Linux)")
 def test_only_the_main_thread_of_a_zoo_command_takes_ctrl_c():
-    """The threads numpy starts at import block SIGINT (zoo.core.sigint): one that took a
+    """The threads numpy starts at import block SIGINT (zoo.core.io.sigint): one that took a
     Ctrl-C while the runtime loaded ran the runtime's own handler and aborted the process.
     Checked directly: the ten Ctrl-Cs above met that only about once in ten runs."""
     done = subprocess.run([sys.executable, "-c", THREAD_MASKS], capture_output=True, text=True)
@@ -197,8 +197,8 @@ def test_a_head_stored_beside_a_tied_config_is_the_head_used(model, tmp_path):
     transformers 5.23 computes with the stored head, and so does the zoo (it was dropped)."""
     import torch
 
-    from zoo.core.eager import torch_logits
-    from zoo.core.entry import get_entry
+    from zoo.core.model.eager import torch_logits
+    from zoo.core.model.entry import get_entry
     from zoo.reference import make_tiny_checkpoint, reference_model
 
     checkpoint = make_tiny_checkpoint(model, tmp_path / model, tie_word_embeddings=False)
@@ -218,7 +218,7 @@ def test_a_long_prefill_takes_a_ctrl_c_between_its_calls(long_asset):
     """`Generator.between_calls` runs before every runtime call of a prefill, so `zoo
     generate` acts on a Ctrl-C within one call (ffe1239 checked only between answer tokens:
     10 min 35 s into an 8,000-token prompt)."""
-    from zoo.core.generator import Generator
+    from zoo.core.host.generator import Generator
 
     calls = []
 
@@ -247,7 +247,7 @@ def test_ctrl_c_during_the_prefill_of_a_long_prompt_exits_130_before_any_answer(
 
 HEADERS_UNDER_A_MEMORY_LIMIT = """
 import resource, sys
-from zoo.core.weights import values_per_layer, weight_count
+from zoo.core.checkpoint.weights import values_per_layer, weight_count
 resource.setrlimit(resource.RLIMIT_AS, (8 << 30, 8 << 30))  # 8 GB of address space
 print(weight_count(sys.argv[1]), values_per_layer(sys.argv[1], lambda name: name))
 """
@@ -284,7 +284,7 @@ def test_headers_are_read_without_mapping_a_shard_larger_than_memory(tmp_path):
     ],
 )
 def test_a_damaged_safetensors_header_is_named(tmp_path, header, says):
-    from zoo.core.weights import weight_count
+    from zoo.core.checkpoint.weights import weight_count
 
     (tmp_path / "model.safetensors").write_bytes(header)
     with pytest.raises(CheckpointError, match=says):

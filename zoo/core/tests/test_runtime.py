@@ -6,7 +6,7 @@ import gc
 import numpy as np
 import pytest
 
-from zoo.core.runtime import Model, RuntimeInputError, os_framework_available, states_to_numpy
+from zoo.core.host.runtime import Model, RuntimeInputError, os_framework_available, states_to_numpy
 
 pytestmark = pytest.mark.runtime  # the suite's tiers: pyproject.toml's markers
 
@@ -196,7 +196,7 @@ def test_the_macos_compute_unit_mapping_matches_the_runtime_api(monkeypatch):
 
     import coreai.runtime
 
-    import zoo.core.runtime as runtime
+    import zoo.core.host.runtime as runtime
 
     stub = Path(importlib.util.find_spec("coreai.runtime").origin).with_suffix(".pyi")
     classes = {
@@ -214,7 +214,7 @@ def test_the_macos_compute_unit_mapping_matches_the_runtime_api(monkeypatch):
         neural_engine = classmethod(lambda cls: "kind:ane")
 
     options = coreai.runtime.SpecializationOptions
-    from zoo.core import compute_unit
+    from zoo.core.host import compute_unit
 
     monkeypatch.setattr(compute_unit, "os_framework_available", lambda: True)
     monkeypatch.setattr(coreai.runtime, "ComputeUnitKind", Kind, raising=False)

@@ -1,4 +1,4 @@
-"""Attention spans (zoo.core.spec.DecodeSpec.spans): which function the host calls, the
+"""Attention spans (zoo.core.asset.decode_spec.DecodeSpec.spans): which function the host calls, the
 masks it builds for it, and what the attention reads. The runtime side (every span's
 function computing what the whole context computes) is each entry's test."""
 
@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 import torch
 
-from zoo.core.layers import attend
-from zoo.core.spec import DecodeSpec, check_spans
+from zoo.core.asset.decode_spec import DecodeSpec, check_spans
+from zoo.core.model.layers import attend
 
 pytestmark = pytest.mark.unit  # the suite's tiers: pyproject.toml's markers
 
@@ -70,7 +70,7 @@ def test_spans_an_export_cannot_have_are_refused(spans, named):
 def test_damaged_spans_in_metadata_are_refused_and_old_metadata_loads(tmp_path):
     import json
 
-    from zoo.core.asset import METADATA_KEY
+    from zoo.core.asset.opened import METADATA_KEY
 
     def write(decode: dict) -> None:
         ours = {"creatorDefinedMetadata": {METADATA_KEY: {"decode": decode}}}

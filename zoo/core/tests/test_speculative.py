@@ -1,4 +1,4 @@
-"""Prompt-lookup speculative decoding (`zoo.core.speculative`): the greedy tokens are plain
+"""Prompt-lookup speculative decoding (`zoo.core.host.speculative`): the greedy tokens are plain
 greedy decoding's, token for token, on the runtime."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
+from zoo.core.host.speculative import lookup_draft
 from zoo.core.isolate import run_isolated
-from zoo.core.speculative import lookup_draft
 from zoo.reference import make_tiny_checkpoint
 
 pytestmark = pytest.mark.runtime  # the suite's tiers: pyproject.toml's markers
@@ -24,7 +24,7 @@ def test_lookup_proposes_what_followed_the_last_ngram():
 
 @pytest.fixture(scope="module")
 def asset(tmp_path_factory):
-    from zoo.core.run import export
+    from zoo.core.export.run import export
 
     root = tmp_path_factory.mktemp("speculative")
     checkpoint = make_tiny_checkpoint("llama", root / "llama")
@@ -49,7 +49,7 @@ def test_lookup_decodes_exactly_what_plain_greedy_decodes(asset, prompt, guessed
 def test_an_asset_without_a_score_function_or_with_recurrent_states_is_refused(tmp_path):
     from types import SimpleNamespace
 
-    from zoo.core.speculative import check_rewindable
+    from zoo.core.host.speculative import check_rewindable
 
     spec = SimpleNamespace(score_chunk=None, state_shapes={}, model="llama")
     with pytest.raises(ValueError, match="--verify 8"):
@@ -91,7 +91,7 @@ def drafts(asset):
     """Draft assets without a verify function: the same tiny Llama, another one (the
     llama3 variant: its own head and RoPE; the same tokenizer), and the first 2 of the
     tiny Llama's 4 layers with its final norm and head (an early exit)."""
-    from zoo.core.run import export
+    from zoo.core.export.run import export
 
     root = asset.parent
     other = make_tiny_checkpoint("llama", root / "other", variant="llama3", seed=1)
@@ -146,9 +146,9 @@ def test_zoo_generate_speculate_with_a_draft_and_a_foreign_one(asset, drafts, tm
 def sampled_tokens(asset: str, prompt: list[int], seeds: int, speculate: bool) -> list[list]:
     """The first 4 new tokens of `seeds` samplings (temperature 0.8, top-k 4), plainly or
     speculatively; and the verify calls' kept and checked guesses (isolate it)."""
-    from zoo.core.generator import Generator
-    from zoo.core.request import GenerationRequest
-    from zoo.core.speculative import generate_by_lookup
+    from zoo.core.host.generator import Generator
+    from zoo.core.host.request import GenerationRequest
+    from zoo.core.host.speculative import generate_by_lookup
 
     runs, kept, checked = [], 0, 0
     with Generator(asset) as generator:
@@ -197,8 +197,8 @@ def test_speculative_sampling_draws_what_plain_sampling_draws(asset):
 
 
 def test_first_layers_exports_an_early_exit_and_refuses_what_it_cannot_cut(asset, drafts, tmp_path):
-    from zoo.core.plan import plan_export
-    from zoo.core.spec import DecodeSpec
+    from zoo.core.asset.decode_spec import DecodeSpec
+    from zoo.core.export.plan import plan_export
 
     spec = DecodeSpec.of_asset(drafts["first-layers"])
     assert sorted(spec.state_shapes) == ["k_cache_0", "k_cache_1", "v_cache_0", "v_cache_1"]
@@ -215,8 +215,8 @@ def test_a_guess_outside_the_model_s_vocabulary_is_a_wrong_guess(asset):
     """A draft with more embedding rows than the model (a padded vocabulary) may guess an
     id the model cannot hold: ffe1239 failed mid-answer ("token id 192 is outside the
     vocabulary"); now the guess and those after it are refused, the answer plain greedy's."""
-    from zoo.core.generator import Generator
-    from zoo.core.speculative import generate_by_lookup
+    from zoo.core.host.generator import Generator
+    from zoo.core.host.speculative import generate_by_lookup
 
     with Generator(asset) as generator:
         vocab = generator.spec.vocab_size

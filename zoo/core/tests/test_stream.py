@@ -1,4 +1,4 @@
-"""Exports larger than memory (zoo.core.stream): range by range, each from its own tensors,
+"""Exports larger than memory (zoo.core.export.stream): range by range, each from its own tensors,
 decoding exactly like the export in one piece; parts checked on load; the plan chooses it."""
 
 from __future__ import annotations
@@ -12,14 +12,14 @@ import numpy as np
 import pytest
 import torch
 
-from zoo.core import memory as memory_module
-from zoo.core.asset import AssetError
-from zoo.core.entry import get_entry
-from zoo.core.generator import Generator
-from zoo.core.plan import plan_export
-from zoo.core.run import run_plan
-from zoo.core.stream import range_tensors
-from zoo.core.weights import values_per_layer
+from zoo.core.asset.opened import AssetError
+from zoo.core.checkpoint.weights import values_per_layer
+from zoo.core.export import fit as memory_module
+from zoo.core.export.plan import plan_export
+from zoo.core.export.run import run_plan
+from zoo.core.export.stream import range_tensors
+from zoo.core.host.generator import Generator
+from zoo.core.model.entry import get_entry
 from zoo.reference import make_tiny_checkpoint
 
 pytestmark = pytest.mark.export  # the suite's tiers: pyproject.toml's markers
@@ -127,8 +127,8 @@ def test_entries_whose_ranges_share_states_export_in_one_piece(tmp_path):
 
 def test_unread_weights_are_not_exported(gpt_oss):
     """What a range does not read stays on the meta device and leaves the model before
-    torch.export (zoo.core.weights.drop_unread)."""
-    from zoo.core.weights import drop_unread
+    torch.export (zoo.core.checkpoint.weights.drop_unread)."""
+    from zoo.core.checkpoint.weights import drop_unread
 
     model = get_entry("gpt_oss").load(gpt_oss, capacity=32, only=range_tensors(0, 1, 4))
     drop_unread(model)

@@ -15,8 +15,8 @@ import shutil
 import pytest
 import torch
 
-from zoo.core.eager import torch_logits
-from zoo.core.files import UnsupportedConfig
+from zoo.core.io.files import UnsupportedConfig
+from zoo.core.model.eager import torch_logits
 from zoo.gemma3 import Gemma3Config, load_gemma3
 from zoo.reference import reference_model
 from zoo.testing import (

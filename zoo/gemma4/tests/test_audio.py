@@ -17,10 +17,10 @@ import numpy as np
 import pytest
 import torch
 
-from zoo.core.audio import gemma4_audio_features, read_wav
-from zoo.core.generator import runtime_greedy
+from zoo.core.host.audio import gemma4_audio_features, read_wav
+from zoo.core.host.generator import runtime_greedy
+from zoo.core.host.media import MediaError, asset_prompt
 from zoo.core.isolate import run_isolated
-from zoo.core.media import MediaError, asset_prompt
 from zoo.gemma4 import audio as gemma4_audio
 from zoo.reference import greedy_reference, make_tiny_checkpoint, reference_model
 from zoo.testing_media import feature_extractor, write_wav
@@ -41,8 +41,8 @@ def checkpoint(tmp_path_factory):
 @pytest.fixture(scope="module")
 def assets(checkpoint, tmp_path_factory):
     """KV strategy -> the asset of the checkpoint (decoder, vision, audio), on first use."""
-    from zoo.core.plan import plan_export
-    from zoo.core.run import run_plan
+    from zoo.core.export.plan import plan_export
+    from zoo.core.export.run import run_plan
 
     root, made = tmp_path_factory.mktemp("gemma4-audio-assets"), {}
 
@@ -209,7 +209,7 @@ def zoo(*args) -> subprocess.CompletedProcess:
 
 
 def test_zoo_generate_audio_prints_the_answer_of_the_python_api(asset, tmp_path):
-    from zoo.core.text import load_tokenizer
+    from zoo.core.asset.tokenizer import load_tokenizer
 
     clip = tmp_path / "clip.wav"
     write_wav(clip, 0.9, seed=2)
@@ -229,8 +229,8 @@ def test_zoo_generate_audio_prints_the_answer_of_the_python_api(asset, tmp_path)
 
 
 def test_an_asset_without_audio_refuses_it(checkpoint, tmp_path):
-    from zoo.core.plan import plan_export
-    from zoo.core.run import run_plan
+    from zoo.core.export.plan import plan_export
+    from zoo.core.export.run import run_plan
 
     plan = plan_export(checkpoint, tmp_path / "t.aimodel", capacity=64, text_only=True)
     assert plan.components == ("decoder",)
@@ -246,7 +246,7 @@ def test_an_asset_without_audio_refuses_it(checkpoint, tmp_path):
 
 
 def test_the_plan_lists_the_audio_encoder_and_its_budget(checkpoint, tmp_path):
-    from zoo.core.plan import plan_export
+    from zoo.core.export.plan import plan_export
 
     plan = plan_export(checkpoint, tmp_path / "a.aimodel", capacity=128)
     assert plan.components == ("decoder", "vision", "audio")
@@ -270,8 +270,8 @@ def test_the_plan_lists_the_audio_encoder_and_its_budget(checkpoint, tmp_path):
 
 def test_a_checkpoint_and_a_clip_no_test_chose(tmp_path):
     """A seed and a clip length drawn afresh each run (printed on failure, to replay)."""
-    from zoo.core.plan import plan_export
-    from zoo.core.run import run_plan
+    from zoo.core.export.plan import plan_export
+    from zoo.core.export.run import run_plan
 
     draw = np.random.default_rng()
     seed, milliseconds = (int(v) for v in draw.integers([0, 25], [10_000, 2_000]))

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from zoo.core.asset import read_metadata
-from zoo.core.commands import run
-from zoo.core.export_cache import CACHE_ENV as EXPORT_CACHE_ENV
+from zoo.core.asset.opened import read_metadata
+from zoo.core.cli.commands import run
+from zoo.core.export.session_cache import CACHE_ENV as EXPORT_CACHE_ENV
 from zoo.gemma4 import export_gemma4, load_gemma4
 
 from .conftest import CAPACITY, CHUNK
@@ -245,8 +245,8 @@ def python(code: str, timeout: float = 120) -> subprocess.CompletedProcess:
 
 def test_an_unclosed_model_does_not_hang_the_interpreter(work):
     for code in (
-        f"from zoo.core.runtime import Model; m = Model.load({str(work / 'g4.aimodel')!r})",
-        "from zoo.core.generator import Generator; "
+        f"from zoo.core.host.runtime import Model; m = Model.load({str(work / 'g4.aimodel')!r})",
+        "from zoo.core.host.generator import Generator; "
         f"g = Generator({str(work / 'g4.aimodel')!r}); print(g.generate([2, 3], 2))",
     ):
         done = python(code, timeout=120)  # used to wait forever at exit
@@ -254,8 +254,8 @@ def test_an_unclosed_model_does_not_hang_the_interpreter(work):
 
 
 def test_a_damaged_asset_never_reaches_the_runtime(work):
-    from zoo.core.asset import AssetError
-    from zoo.core.runtime import Model
+    from zoo.core.asset.opened import AssetError
+    from zoo.core.host.runtime import Model
 
     for name, fragment in (("no-program", "missing"), ("truncated", "1000 bytes")):
         with pytest.raises(AssetError, match=fragment):
@@ -307,7 +307,7 @@ def test_stale_staging_of_a_killed_export_is_removed(work, tmp_path):
 
 
 def test_a_failed_export_leaves_no_directories(work, tmp_path):
-    from zoo.core.export import export
+    from zoo.core.export.convert import export
 
     class Broken(__import__("torch").nn.Module):
         def forward(self, x):
@@ -329,7 +329,7 @@ def test_a_failed_export_leaves_no_directories(work, tmp_path):
 def test_export_refuses_repeated_names(tmp_path):
     import torch
 
-    from zoo.core.export import export
+    from zoo.core.export.convert import export
 
     class Add(torch.nn.Module):
         def forward(self, x, acc):
@@ -348,7 +348,7 @@ def test_export_refuses_repeated_names(tmp_path):
 
 
 def test_records_merge_refuses_a_platform_that_is_a_path(tmp_path):
-    from zoo.core.records import RecordError, merge
+    from zoo.core.io.records import RecordError, merge
 
     source = tmp_path / "records"
     source.mkdir()
@@ -383,8 +383,8 @@ def test_isolated_exit_codes_and_paths_are_reported(tmp_path):
 def test_a_raw_in_step_outside_the_cache_is_refused(assets):
     import numpy as np
 
-    from zoo.core.runtime import Model, RuntimeInputError
-    from zoo.core.spec import DecodeSpec
+    from zoo.core.asset.decode_spec import DecodeSpec
+    from zoo.core.host.runtime import Model, RuntimeInputError
 
     asset = assets["kv-sharing", "runtime-index"]
     with Model.load(asset) as model:
@@ -446,13 +446,13 @@ def test_an_unknown_zoo_verify_is_refused(work, capsys, monkeypatch):
 
 
 def test_export_checks_the_room_before_loading(work, tmp_path, capsys, monkeypatch):
-    import zoo.core.export as export_module
+    import zoo.core.export.convert as export_module
 
     monkeypatch.setattr(
         export_module.shutil, "disk_usage", lambda p: type("U", (), {"free": 3_000_000})()
     )
     loaded = []
-    monkeypatch.setattr("zoo.core.entry.ModelEntry.load", lambda *a, **k: loaded.append(1))
+    monkeypatch.setattr("zoo.core.model.entry.ModelEntry.load", lambda *a, **k: loaded.append(1))
     assert run("gemma4", ["export", str(work / "ck"), str(tmp_path / "x.aimodel")]) == 2
     assert "3.00 MB free" in capsys.readouterr().err and not loaded
 

@@ -20,12 +20,12 @@ import pytest
 import torch
 from PIL import Image
 
-from zoo.core.components import image_processor_settings
-from zoo.core.generator import runtime_greedy
-from zoo.core.images import gemma4_patches
+from zoo.core.asset.tokenizer import load_tokenizer
+from zoo.core.export.components import image_processor_settings
+from zoo.core.host.generator import runtime_greedy
+from zoo.core.host.images import gemma4_patches
+from zoo.core.host.media import MediaError
 from zoo.core.isolate import run_isolated
-from zoo.core.media import MediaError
-from zoo.core.text import load_tokenizer
 from zoo.gemma4.vision import load_encoder
 from zoo.reference import reference_model
 from zoo.testing_media import asset_components as _components
@@ -167,7 +167,7 @@ def test_text_only_gives_the_decoder_alone(image_checkpoints, image_assets, chec
 
 
 def test_the_plan_lists_the_components(image_checkpoints, tmp_path):
-    from zoo.core.plan import plan_export
+    from zoo.core.export.plan import plan_export
 
     plan = plan_export(image_checkpoints[0], tmp_path / "a.aimodel", capacity=128)
     assert plan.components == ("decoder", "vision")
@@ -187,7 +187,7 @@ def test_images_at_the_edges_are_prepared_or_refused_by_name(image_checkpoints, 
     """A 1 x 1 image is resized up and read; a truncated PNG, a text file named .png and a
     20,000 x 20,000 image (past PIL's guard against decompression bombs) are refused with
     the file's name, without a traceback."""
-    from zoo.core.images import read_image
+    from zoo.core.host.images import read_image
 
     settings = image_processor_settings(image_checkpoints[0])
     random_image(1, 1, seed=1).save(tmp_path / "dot.png")
@@ -235,8 +235,8 @@ def test_bad_images_and_assets_without_vision_are_refused(image_assets, assets, 
 
 def test_a_checkpoint_and_an_image_no_test_chose(tmp_path):
     """A seed and an image size drawn afresh each run (printed on failure, to replay)."""
-    from zoo.core.plan import plan_export
-    from zoo.core.run import run_plan
+    from zoo.core.export.plan import plan_export
+    from zoo.core.export.run import run_plan
     from zoo.reference import make_tiny_checkpoint
 
     draw = np.random.default_rng()
@@ -252,7 +252,7 @@ def test_a_checkpoint_and_an_image_no_test_chose(tmp_path):
 
 
 def test_gemma4_image_tokens_take_the_processors_budgets(image_checkpoints, tmp_path):
-    from zoo.core.plan import plan_export
+    from zoo.core.export.plan import plan_export
 
     plan = plan_export(image_checkpoints[0], tmp_path / "a.aimodel", image_tokens=140)
     assert "images up to 140 soft tokens (its processor allows 70" in plan.describe()

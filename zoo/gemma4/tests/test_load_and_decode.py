@@ -11,9 +11,9 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
-from zoo.core.checkpoint import CheckpointError
-from zoo.core.generator import Generator
-from zoo.core.spec import ContextFullError
+from zoo.core.asset.decode_spec import ContextFullError
+from zoo.core.checkpoint.config import CheckpointError
+from zoo.core.host.generator import Generator
 from zoo.gemma4 import UnsupportedConfig, load_gemma4
 from zoo.gemma4.config import Gemma4Config
 

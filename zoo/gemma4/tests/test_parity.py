@@ -91,11 +91,11 @@ def test_a_prefill_chunk_equal_to_a_head_dim_decodes_like_transformers(
 ):
     """input-mask-blend once wrote prefill chunks with einsum("tc,bhtd->bhcd"), which the
     runtime computes wrong when t == d (0.29-0.35 off in the logits); the write is a matmul
-    now (zoo.core.kv.InputMaskBlend.write)."""
-    from zoo.core.generator import runtime_greedy
+    now (zoo.core.asset.kv_writes.InputMaskBlend.write)."""
+    from zoo.core.export.plan import plan_export
+    from zoo.core.export.run import run_plan
+    from zoo.core.host.generator import runtime_greedy
     from zoo.core.isolate import run_isolated
-    from zoo.core.plan import plan_export
-    from zoo.core.run import run_plan
     from zoo.reference import greedy_reference
 
     checkpoint = checkpoints["kv-sharing"]

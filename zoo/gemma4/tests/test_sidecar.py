@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 import torch
 
-from zoo.core.asset import AssetError, read_metadata
-from zoo.core.eager import torch_logits
-from zoo.core.generator import Generator
-from zoo.core.sidecar import SidecarTable
+from zoo.core.asset.opened import AssetError, read_metadata
+from zoo.core.asset.sidecar import SidecarTable
+from zoo.core.host.generator import Generator
+from zoo.core.model.eager import torch_logits
 from zoo.gemma4 import export_gemma4, load_gemma4
 from zoo.reference import greedy_reference, reference_model
 from zoo.testing import TEST_LAYOUTS
@@ -104,7 +104,7 @@ def test_a_sidecar_lookup_outside_the_table_is_refused(sidecar_asset):
     + [("fp16", "auto", False), ("int8", "off", False), ("fp32", "on", True)],
 )
 def test_sidecar_auto_means_on_for_compressed_weights(compress, choice, wanted, checkpoints):
-    from zoo.core.plan import plan_export
+    from zoo.core.export.plan import plan_export
 
     plan = plan_export(checkpoints["kv-sharing"], "x.aimodel", compress=compress, sidecar=choice)
     assert plan.sidecar is wanted

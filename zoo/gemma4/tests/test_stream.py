@@ -7,9 +7,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from zoo.core.generator import Generator
-from zoo.core.plan import plan_export
-from zoo.core.run import run_plan
+from zoo.core.export.plan import plan_export
+from zoo.core.export.run import run_plan
+from zoo.core.host.generator import Generator
 
 pytestmark = pytest.mark.runtime  # the suite's tiers: pyproject.toml's markers
 

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 import torch
 
-from zoo.core.audio import waveform_frames
-from zoo.core.generator import runtime_greedy
+from zoo.core.host.audio import waveform_frames
+from zoo.core.host.generator import runtime_greedy
+from zoo.core.host.media import MediaError, asset_prompt
 from zoo.core.isolate import run_isolated
-from zoo.core.media import MediaError, asset_prompt
 from zoo.gemma4_unified import audio
 from zoo.reference import greedy_reference, make_tiny_checkpoint, reference_model
 from zoo.testing_media import feature_extractor, write_wav
@@ -48,8 +48,8 @@ def test_a_clip_past_the_budget_is_refused(checkpoint):
 
 @pytest.mark.parametrize("strategy", ["runtime-index", "input-mask-blend"])
 def test_answers_about_audio_like_transformers(checkpoint, tmp_path, strategy):
-    from zoo.core.plan import plan_export
-    from zoo.core.run import run_plan
+    from zoo.core.export.plan import plan_export
+    from zoo.core.export.run import run_plan
 
     plan = plan_export(checkpoint, tmp_path / "a.aimodel", strategy=strategy, capacity=128, chunk=4)
     assert plan.components == ("decoder", "audio")

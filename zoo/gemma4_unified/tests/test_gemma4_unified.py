@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from zoo.core.files import UnsupportedConfig
+from zoo.core.io.files import UnsupportedConfig
 from zoo.gemma4_unified import ENTRY, Gemma4UnifiedConfig
 from zoo.testing import (
     check_cli_export_and_generate,
@@ -41,7 +41,7 @@ def test_the_command_line_exports_and_generates(checkpoints, tmp_path):
 
 
 def test_zoo_export_picks_this_entry_by_model_type(checkpoints):
-    from zoo.core.entry import entry_for_checkpoint
+    from zoo.core.model.entry import entry_for_checkpoint
 
     for variant in ("default", "multimodal"):
         assert entry_for_checkpoint(checkpoints[variant]).name == "gemma4_unified"

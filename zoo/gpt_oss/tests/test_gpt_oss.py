@@ -14,8 +14,8 @@ import shutil
 
 import pytest
 
-from zoo.core.checkpoint import CheckpointError
-from zoo.core.files import UnsupportedConfig
+from zoo.core.checkpoint.config import CheckpointError
+from zoo.core.io.files import UnsupportedConfig
 from zoo.gpt_oss import ENTRY, load_gpt_oss
 from zoo.testing import (
     check_cli_export_and_generate,

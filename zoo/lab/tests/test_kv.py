@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from zoo.core.kv import get_strategy
-from zoo.core.layers import attend
+from zoo.core.asset.kv_writes import get_strategy
+from zoo.core.model.layers import attend
 from zoo.lab.expected import current_target, expected, mismatch
 from zoo.lab.kv_cells import CELLS, RingBufferWrite
 from zoo.lab.kv_matrix import TINY, HostDecoder, build_block, run_matrix

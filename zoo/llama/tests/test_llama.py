@@ -14,8 +14,8 @@ import shutil
 import pytest
 import torch
 
-from zoo.core.files import UnsupportedConfig
-from zoo.core.kv import get_strategy
+from zoo.core.asset.kv_writes import get_strategy
+from zoo.core.io.files import UnsupportedConfig
 from zoo.llama import ENTRY, load_llama
 from zoo.testing import (
     check_cli_export_and_generate,

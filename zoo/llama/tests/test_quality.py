@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 import torch
 
-from zoo.core.compress import get_preset, mixed
-from zoo.core.decode import export_model
-from zoo.core.eager import torch_logits
-from zoo.core.generator import Generator
+from zoo.core.compression.presets import get_preset, mixed
+from zoo.core.export.functions import export_model
+from zoo.core.host.generator import Generator
 from zoo.core.isolate import run_isolated
+from zoo.core.model.eager import torch_logits
 from zoo.llama import load_llama
 from zoo.quality import perplexity, runtime_costs, runtime_logits
 from zoo.targets import targets

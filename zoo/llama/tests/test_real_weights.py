@@ -50,7 +50,7 @@ def test_zoo_export_takes_the_gguf_file_and_the_asset_answers(real, tmp_path):
     same checkpoint `zoo.fetch` makes, exported and asked, with a system turn."""
     from safetensors.numpy import load_file
 
-    from zoo.core.cli import shown
+    from zoo.core.io.shown import shown
     from zoo.fetch import fetched_gguf
 
     checkpoint, _ = real
@@ -106,7 +106,7 @@ def test_a_gguf_converts_tensor_by_tensor_into_shards_as_transformers_reads_it(t
     from safetensors.numpy import load_file
     from transformers.modeling_gguf_pytorch_utils import load_gguf_checkpoint
 
-    from zoo.core.weights import safetensors_files
+    from zoo.core.checkpoint.weights import safetensors_files
     from zoo.fetch import fetched_gguf
     from zoo.gguf_checkpoint import convert_gguf
 
@@ -133,7 +133,7 @@ def test_a_gguf_converts_tensor_by_tensor_into_shards_as_transformers_reads_it(t
 def test_the_dry_run_s_asset_size_counts_the_tied_head_s_copy(real, tmp_path):
     """SmolLM2's head is tied; every layout but "linear" stores it again, transposed: the
     asset is 655 MB, and the plan said 538 MB on ffe1239."""
-    from zoo.core.plan import plan_export
+    from zoo.core.export.plan import plan_export
 
     checkpoint, asset = real
     written = sum(f.stat().st_size for f in asset.rglob("*") if f.is_file())

@@ -12,8 +12,8 @@ import sys
 
 import pytest
 
-from zoo.core.entry import all_entries
-from zoo.core.spec import DecodeSpec
+from zoo.core.asset.decode_spec import DecodeSpec
+from zoo.core.model.entry import all_entries
 
 pytestmark = pytest.mark.export  # the suite's tiers: pyproject.toml's markers
 
@@ -33,7 +33,7 @@ def test_list_names_every_entry_and_its_model_types():
 
 
 def test_mistral_and_qwen2_checkpoints_go_to_the_llama_entry(tmp_path):
-    from zoo.core.entry import entry_for_checkpoint
+    from zoo.core.model.entry import entry_for_checkpoint
 
     for kind in ("llama", "mistral", "qwen2"):
         (tmp_path / "config.json").write_text(json.dumps({"model_type": kind}))

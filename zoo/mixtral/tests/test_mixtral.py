@@ -13,7 +13,7 @@ import shutil
 
 import pytest
 
-from zoo.core.files import UnsupportedConfig
+from zoo.core.io.files import UnsupportedConfig
 from zoo.mixtral import ENTRY, load_mixtral
 from zoo.testing import (
     check_cli_export_and_generate,
@@ -51,7 +51,7 @@ def test_bad_expert_configs_are_refused_by_name(checkpoints, tmp_path):
 
 
 def test_experts_are_compressed_stacked(checkpoints, tmp_path):
-    # the experts compute as Qwen3 MoE's (zoo.core.experts), whose test decodes them
+    # the experts compute as Qwen3 MoE's (zoo.core.model.experts), whose test decodes them
     check_experts_compressed_stacked(checkpoints["default"], tmp_path, None)
 
 

@@ -14,8 +14,8 @@ import shutil
 import pytest
 import torch
 
-from zoo.core.eager import torch_logits
-from zoo.core.files import UnsupportedConfig
+from zoo.core.io.files import UnsupportedConfig
+from zoo.core.model.eager import torch_logits
 from zoo.olmo2 import ENTRY, load_olmo2
 from zoo.testing import (
     check_cli_export_and_generate,

@@ -16,8 +16,8 @@ import shutil
 import pytest
 import torch
 
-from zoo.core.eager import torch_logits
-from zoo.core.files import UnsupportedConfig
+from zoo.core.io.files import UnsupportedConfig
+from zoo.core.model.eager import torch_logits
 from zoo.phi3 import ENTRY, load_phi3
 from zoo.testing import (
     check_cli_export_and_generate,

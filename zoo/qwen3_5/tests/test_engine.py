@@ -1,4 +1,5 @@
-"""The export for Apple's macOS engine contract (zoo.core.engine), on a tiny checkpoint.
+"""The export for Apple's macOS engine contract (zoo.core.export.apple_engine), on a tiny
+checkpoint.
 
 The bundle is checked against the contract as read from Apple's code (names, shapes, the
 dynamic context, metadata.json schema 0.2), then run on the Core AI runtime the way Apple's
@@ -18,10 +19,10 @@ import numpy as np
 import pytest
 import torch
 
-from zoo.core.asset import read_metadata
-from zoo.core.engine import EngineRunner, PackedPrefixWrite, export_engine_bundle
-from zoo.core.runtime import Model
-from zoo.core.spec import ContextFullError
+from zoo.core.asset.decode_spec import ContextFullError
+from zoo.core.asset.opened import read_metadata
+from zoo.core.export.apple_engine import EngineRunner, PackedPrefixWrite, export_engine_bundle
+from zoo.core.host.runtime import Model
 from zoo.reference import make_tiny_checkpoint, reference_model
 from zoo.testing import engine_greedy_on_runtime, record
 
@@ -176,7 +177,7 @@ def test_generate_runs_a_bundle_and_the_runner_refuses_past_its_context(bundle):
 def test_an_engine_export_refuses_before_it_loads(
     bundle, checkpoints, tmp_path, capsys, output, extra, fragment
 ):
-    from zoo.core.commands import run
+    from zoo.core.cli.commands import run
 
     checkpoint = checkpoints["4-layer"]
     if "--no-tokenizer" in extra:

@@ -18,10 +18,10 @@ import numpy as np
 import pytest
 import torch
 
-from zoo.core.generator import Generator, runtime_greedy
-from zoo.core.images import qwen_patches
+from zoo.core.host.generator import Generator, runtime_greedy
+from zoo.core.host.images import qwen_patches
+from zoo.core.host.media import place_media
 from zoo.core.isolate import run_isolated
-from zoo.core.media import place_media
 from zoo.qwen3_5.vision import load_encoder
 from zoo.testing_media import (
     asset_components,
@@ -114,8 +114,8 @@ def test_the_image_tokens_positions_in_space_matter(image_assets):
 
 
 def test_the_mixture_of_experts_answers_about_an_image_like_transformers(tmp_path):
-    from zoo.core.plan import plan_export
-    from zoo.core.run import run_plan
+    from zoo.core.export.plan import plan_export
+    from zoo.core.export.run import run_plan
     from zoo.reference import make_tiny_checkpoint
 
     checkpoint = make_tiny_checkpoint("qwen3_5_moe", tmp_path / "moe", images=True)
@@ -132,8 +132,8 @@ def test_the_mixture_of_experts_answers_about_an_image_like_transformers(tmp_pat
 def test_image_tokens_sets_the_budget_as_the_processor_would(image_checkpoints, tmp_path):
     """`--image-tokens 16`: the processor's pixel budget lowered to 16 soft tokens; the
     answer is transformers' with that budget."""
-    from zoo.core.plan import plan_export
-    from zoo.core.run import run_plan
+    from zoo.core.export.plan import plan_export
+    from zoo.core.export.run import run_plan
 
     checkpoint = image_checkpoints[0]
     plan = plan_export(checkpoint, tmp_path / "a.aimodel", capacity=128, image_tokens=16)

@@ -14,10 +14,10 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
-from zoo.core.checkpoint import CheckpointError
-from zoo.core.generator import Generator
-from zoo.core.layout import default_layout
-from zoo.core.spec import ContextFullError
+from zoo.core.asset.decode_spec import ContextFullError
+from zoo.core.checkpoint.config import CheckpointError
+from zoo.core.host.generator import Generator
+from zoo.core.model.layout import default_layout
 from zoo.qwen3_5 import UnsupportedConfig, load_qwen3_5, torch_logits
 from zoo.reference import reference_model
 from zoo.testing import (
@@ -74,7 +74,7 @@ def test_four_kinds_of_state(assets):
     assert states["conv_state_0"][0] == (1, 3, 2 * 2 * 8 + 4 * 8)  # K - 1; q, k, v channels
     assert states["recurrent_state_0"][0] == (1, 4, 8, 8)  # value heads, Dk, Dv
     assert states["v_cache_3"][0] == (1, 2, CAPACITY, 16)  # kv heads, T, head dim
-    # zoo.core.layout: keys are stored transposed on Linux, as authored elsewhere
+    # zoo.core.model.layout: keys are stored transposed on Linux, as authored elsewhere
     keys = (1, 2, 16, CAPACITY) if default_layout()["keys"] == "bhdt" else (1, 2, CAPACITY, 16)
     assert states["k_cache_3"][0] == keys
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from zoo.core.eager import torch_logits
-from zoo.core.experts import MixtureOfExperts
+from zoo.core.model.eager import torch_logits
+from zoo.core.model.experts import MixtureOfExperts
 from zoo.qwen3_5_moe import load_qwen3_5_moe
 from zoo.testing import (
     check_cli_export_and_generate,

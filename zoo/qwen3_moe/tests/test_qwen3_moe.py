@@ -13,8 +13,8 @@ import shutil
 
 import pytest
 
-from zoo.core.experts import MixtureOfExperts
-from zoo.core.files import UnsupportedConfig
+from zoo.core.io.files import UnsupportedConfig
+from zoo.core.model.experts import MixtureOfExperts
 from zoo.qwen3_moe import ENTRY, load_qwen3_moe
 from zoo.testing import (
     check_cli_export_and_generate,
@@ -80,10 +80,10 @@ def test_equal_router_logits_route_to_the_lowest_experts_everywhere(checkpoints,
     import torch
     from safetensors.torch import load_file, save_file
 
-    from zoo.core.decode import export_model
-    from zoo.core.experts import top_k_ties_to_lowest
-    from zoo.core.generator import runtime_greedy
+    from zoo.core.export.functions import export_model
+    from zoo.core.host.generator import runtime_greedy
     from zoo.core.isolate import run_isolated
+    from zoo.core.model.experts import top_k_ties_to_lowest
     from zoo.reference import greedy_reference_logits, reference_model
 
     values, indices = top_k_ties_to_lowest(torch.tensor([[0.1, 0.3, 0.3, 0.2, 0.3]]), 3)
