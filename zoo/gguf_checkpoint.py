@@ -76,7 +76,11 @@ def convert_gguf(gguf: Path, directory: Path, shard_bytes: int = SHARD_BYTES) ->
         missing = [name for name in missing if not name.startswith("lm_head.")]
     unexpected = sorted(set(writer.names) - expected)
     if missing or unexpected:
-        raise GGUFError(f"{gguf.name}: tensors missing {missing[:5]}, unexpected {unexpected[:5]}")
+        raise GGUFError(
+            f"{gguf.name}: not a whole {parsed['config'].get('model_type')} model (tensors "
+            f"missing {missing[:5]}, unexpected {unexpected[:5]}): download it again, or use "
+            "a safetensors checkpoint"
+        )
     writer.close()
     config.architectures = [type(skeleton).__name__]  # as save_pretrained records them
     config.dtype = torch.float32

@@ -19,6 +19,7 @@ from zoo.core.checkpoint.config import DecoderConfig
 @dataclass
 class Qwen3MoeConfig(DecoderConfig):
     TEXT_TYPE, FAMILY = "qwen3_moe", "Qwen3 MoE"
+    RESAVED_AS = {"num_experts": "num_local_experts"}  # ClassVar: DecoderConfig's
 
     vocab_size: int = 151_936
     hidden_size: int = 2048
@@ -47,12 +48,6 @@ class Qwen3MoeConfig(DecoderConfig):
     eos_token_id: int | list[int] | None = None
     pad_token_id: int | None = None
     stop_token_ids: list[int] = field(default_factory=list)
-
-    @classmethod
-    def text_fields(cls, text: dict) -> dict:
-        if "num_experts" not in text and "num_local_experts" in text:  # transformers 5
-            text = {**text, "num_experts": text["num_local_experts"]}
-        return text
 
     def sparse(self, layer: int) -> bool:
         """Whether `layer` routes to experts (transformers' rule) or has the dense MLP."""

@@ -189,7 +189,7 @@ def open_asset(
         )
     hint = ": the asset is damaged; export it again"
     metadata, digest = read_json_and_digest(
-        path / "metadata.json", f" ({path} is not a complete asset{hint[1:]})"
+        path / "metadata.json", f" ({path} is not a complete asset{hint})"
     )
     zoo = (metadata.get("creatorDefinedMetadata") or {}).get(METADATA_KEY)
     if zoo is not None and not isinstance(zoo, dict):

@@ -123,6 +123,8 @@ class DecoderConfig:
     # other model types that are this decoder (Mistral and Qwen2 are read by zoo.llama)
     ALSO_TEXT_TYPES: ClassVar[tuple[str, ...]] = ()
     MULTIMODAL_TYPE: ClassVar[str | None] = None  # None: a text-only family
+    # a field transformers 5 re-saves under another name: field -> that name (both read)
+    RESAVED_AS: ClassVar[dict[str, str]] = {}
     FAMILY: ClassVar[str]
     REFUSED_MODEL_TYPES: ClassVar[dict[str, str]] = {}
     TIE_DEFAULTS: ClassVar[tuple[bool, bool]] = (False, False)
@@ -139,7 +141,10 @@ class DecoderConfig:
 
     @classmethod
     def from_checkpoint_config(cls, checkpoint: CheckpointConfig):
-        values = typed_fields(cls, cls.text_fields(checkpoint.text), "config.json")
+        text = cls.text_fields(checkpoint.text)
+        spelled = {f: as_ for f, as_ in cls.RESAVED_AS.items() if f not in text and as_ in text}
+        text = {**text, **{f: text[as_] for f, as_ in spelled.items()}}
+        values = typed_fields(cls, text, "config.json", spelled)
         values["tie_word_embeddings"] = checkpoint.tie_word_embeddings(*cls.TIE_DEFAULTS)
         values["stop_token_ids"] = checkpoint.stop_token_ids(cls.eos_token_id)
         config = cls(**values)
@@ -223,9 +228,11 @@ class DecoderConfig:
         return text_types, cls.MULTIMODAL_TYPE, cls.FAMILY, cls.REFUSED_MODEL_TYPES
 
 
-def typed_fields(cls: type, values: dict, source: str) -> dict:
+def typed_fields(cls: type, values: dict, source: str, spelled: dict | None = None) -> dict:
     """The dataclass fields of `cls` found in `values`, each checked against its type
-    (an int must be an int, not "6" or true), so a bad config fails before a model is built."""
+    (an int must be an int, not "6" or true), so a bad config fails before a model is built.
+    A problem names the field as the file spells it (`spelled`: field -> that name)."""
+    spelled = spelled or {}
     hints = typing.get_type_hints(cls)
     chosen, problems = {}, []
     for item in fields(cls):
@@ -245,10 +252,10 @@ def typed_fields(cls: type, values: dict, source: str) -> dict:
         )
         if not ok:
             names = " or ".join("null" if a is type(None) else a.__name__ for a in plain)
-            problems.append(f"{item.name}={value!r} (expected {names})")
+            problems.append(f"{spelled.get(item.name, item.name)}={value!r} (expected {names})")
         chosen[item.name] = value
     problems += [
-        f"{name}={value!r} ({why})"
+        f"{spelled.get(name, name)}={value!r} ({why})"
         for name, value in chosen.items()
         if (why := _out_of_range(name, value))
     ]

@@ -57,6 +57,8 @@ def _open_safetensors(path: Path):
     try:
         with safe_open(str(path), framework="pt") as tensors:
             yield tensors
+    except CheckpointError:  # a tensor's own refusal (NaN, an integer dtype): as it is
+        raise
     except (SafetensorError, OSError, ValueError) as error:
         raise CheckpointError(f"{path}: not a readable safetensors file ({error})") from None
 
@@ -349,12 +351,14 @@ def stored_expert_count(directory: str | Path) -> int | None:
 def check_expert_count(config, directory: str | Path) -> None:
     """A config.json whose expert count the weights do not hold is refused from the headers,
     before a model of its size is built (a million experts took minutes to build)."""
-    said = getattr(config, "num_experts", None) or getattr(config, "num_local_experts", None)
+    name = next((n for n in ("num_experts", "num_local_experts") if getattr(config, n, None)), "")
+    said = getattr(config, name, None) if name else None
     if not said:
         return
     stored = stored_expert_count(directory)
     if stored is not None and stored != said:
+        spelled = " or ".join(dict.fromkeys([name, *getattr(config, "RESAVED_AS", {}).values()]))
         raise CheckpointError(
-            f"{directory}/config.json says {said:,} experts a layer, the weights hold "
-            f"{stored:,}. Does config.json belong to these weights?"
+            f"{directory}/config.json says {said:,} experts a layer ({spelled}), the weights "
+            f"hold {stored:,}. Does config.json belong to these weights?"
         )

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from zoo.core.export.options import whole_number
 from zoo.core.host.runtime import COMPUTE_UNITS
+from zoo.core.io.sigint import Terminated, terminate_as_interrupt
 
 COMMANDS = {
     "export": "checkpoint folder -> .aimodel asset",
@@ -224,9 +225,14 @@ def command_of(argv: list[str], commands) -> str | None:
 
 
 def act(args, action: Callable[[], int]) -> int:
-    """Run a command's action: errors as one line (exit 2), Ctrl-C as exit 130."""
+    """Run a command's action: errors as one line (exit 2), Ctrl-C as exit 130, SIGTERM
+    as 143 (both after what was being written is cleaned up)."""
     try:
-        return action()
+        with terminate_as_interrupt():
+            return action()
+    except Terminated:
+        say("\nterminated")
+        return 143
     except KeyboardInterrupt:
         say("\ninterrupted")
         return 130
@@ -237,10 +243,10 @@ def act(args, action: Callable[[], int]) -> int:
     except Exception as error:
         if getattr(args, "debug", False):
             raise
-        kind = (
-            ""
-            if isinstance(error, ValueError | OSError | IndexError)
-            else (f"{type(error).__name__}: ")
-        )
+        # the zoo's own errors and a user's (a value, a file) speak for themselves; a
+        # library's exception is named, so its words are not taken for the zoo's
+        own = type(error).__module__.startswith("zoo.")
+        plain = own or isinstance(error, ValueError | OSError | IndexError)
+        kind = "" if plain else f"{type(error).__name__}: "
         say(f"error: {kind}{error} (--debug for the traceback)")
         return 2

@@ -5,12 +5,14 @@ checked `GenerationRequest`, its answer alone on stdout. Progress goes to stderr
 from __future__ import annotations
 
 import contextlib
+import signal
 import sys
 import time
 from pathlib import Path
 
 from zoo.core.cli.arguments import COMMANDS, act, build_parser, command_of, say, token_ids
 from zoo.core.io.shown import shown
+from zoo.core.io.sigint import Terminated
 
 
 def run(model_name: str, argv: list[str] | None = None) -> int:
@@ -58,48 +60,46 @@ def export_command(args, entry: str | None, checkpoint: Path | None = None) -> i
 
 
 class Interruption:
-    """Ctrl-C during `generate`, noted and acted on between runtime calls: an exception
-    raised while the runtime computes aborts the process from native code (exit 134, "C++
-    exception handling detected"), so `check` raises KeyboardInterrupt (exit 130) once the
-    call has returned. SIGINT is also blocked in the main thread, so the threads the
-    runtime starts afterwards inherit the block (as numpy's do, `zoo.core.io.sigint`): the
-    runtime's own SIGINT handler, installed while it loads, never runs (it aborted the
-    process, SIGABRT); the signal waits, pending, until `check` takes it."""
+    """Ctrl-C (and SIGTERM) during `generate`, noted and acted on between runtime calls: an
+    exception raised while the runtime computes aborts the process from native code (exit
+    134, "C++ exception handling detected"; seen for both signals), so `check` raises
+    KeyboardInterrupt (exit 130; `Terminated`, 143) once the call has returned. Both are
+    also blocked in the main thread, so the threads the runtime starts afterwards inherit
+    the block (as numpy's do, `zoo.core.io.sigint`): the runtime's own SIGINT handler,
+    installed while it loads, never runs (it aborted the process, SIGABRT); the signal
+    waits, pending, until `check` takes it."""
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
     def __enter__(self) -> Interruption:
-        import signal
         import threading
 
-        self.asked, self.previous = False, None
+        self.asked, self.previous = None, None
         if threading.current_thread() is threading.main_thread():  # where signals land
-            self.previous = signal.signal(signal.SIGINT, self._note)
-            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+            self.previous = {n: signal.signal(n, self._note) for n in self.SIGNALS}
+            signal.pthread_sigmask(signal.SIG_BLOCK, set(self.SIGNALS))
         return self
 
-    def _note(self, *_) -> None:
-        self.asked = True
+    def _note(self, number: int, _) -> None:
+        self.asked = self.asked or (Terminated if number == signal.SIGTERM else KeyboardInterrupt)
 
-    def _pending(self) -> bool:
-        import signal
-
-        if self.previous is not None and signal.SIGINT in signal.sigpending():
-            signal.sigwait({signal.SIGINT})  # taken: it is acted on here
-            self.asked = True
+    def _pending(self) -> type[BaseException] | None:
+        if self.previous is not None and (waiting := signal.sigpending() & set(self.SIGNALS)):
+            self._note(signal.sigwait(waiting), None)  # taken: it is acted on here
         return self.asked
 
     def check(self) -> None:
         if self._pending():
-            raise KeyboardInterrupt
+            raise self.asked
 
     def __exit__(self, *exc) -> None:
-        import signal
-
         if self.previous is not None:
-            asked = self._pending()  # a Ctrl-C during the last call
-            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
-            signal.signal(signal.SIGINT, self.previous)
+            asked = self._pending()  # a signal during the last call
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, set(self.SIGNALS))
+            for number, handler in self.previous.items():
+                signal.signal(number, handler)
             if asked and exc[0] is None:
-                raise KeyboardInterrupt
+                raise asked
 
 
 def generate_command(args) -> int:
@@ -158,7 +158,8 @@ def _generate_command(args, interruption: Interruption) -> int:
         check_rewindable(spec)
         if args.speculate.startswith("draft:"):
             draft = open_asset(args.speculate.removeprefix("draft:"), verify=False)
-            check_kv_only(DecodeSpec.of_asset(draft))  # names a missing or foreign folder
+            # names a missing or foreign folder, and a draft that cannot rewind
+            check_kv_only(DecodeSpec.of_asset(draft), f"the draft {draft.path.name}")
             check_same_vocabulary(args.asset, draft.path)
     interruption.check()
     return _generate(args, request, tokenizer, asset, interruption, draft)
@@ -168,7 +169,7 @@ def _media(args, asset) -> tuple[dict[str, list], dict[str, dict]]:
     """`--image` and `--audio` files, read (a bad file refused by name), for an asset that
     reads them: component -> the inputs, in order; and component -> its processor."""
     from zoo.core.asset.encoders import ENCODERS
-    from zoo.core.host.audio import read_wav
+    from zoo.core.host.audio import prepare_clip, read_wav
     from zoo.core.host.images import read_image
     from zoo.core.host.media import processors_for
 
@@ -184,6 +185,8 @@ def _media(args, asset) -> tuple[dict[str, list], dict[str, dict]]:
     paths = {name: paths for name, (paths, _) in given.items()}
     processors = processors_for(asset, paths) if asset is not None else {}
     media = {name: [read(path) for path in paths[name]] for name, (_, read) in given.items()}
+    for path, clip in zip(paths["audio"], media["audio"], strict=True):  # one that cannot be
+        prepare_clip(clip, processors["audio"], path)  # read whole is refused by name here
     return media, processors
 
 

@@ -58,6 +58,7 @@ from zoo.core.compression.stores import (
     palettize8_per_tensor,
     projection_or_table,
     quiet_imports,
+    room_for_weights,
 )
 
 
@@ -189,7 +190,8 @@ class Preset:
             warnings.simplefilter("ignore")  # coreai-opt's notes on untested torch versions
             compressor = compressor_for(kind, config, type(module))(holder)
             compressor.prepare(example)
-            compressed = compressor.finalize(mmap_dir=mmap_dir).inner.eval()
+            with room_for_weights(store):
+                compressed = compressor.finalize(mmap_dir=mmap_dir).inner.eval()
         if half and not parametrize.is_parametrized(compressed):
             return compressed.float()  # coreai-opt left it alone (e.g. a width not of 32s)
         for state in compressed_states if half else ():  # the graph computes in fp32

@@ -3,7 +3,9 @@ compression preset (`zoo.core.compression.presets.PRESETS`), and the compressor 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import torch
 from torch import nn
@@ -222,3 +224,19 @@ def _dtype_bits(dtype: torch.dtype) -> int:
     if dtype in named:
         return named[dtype]
     return torch.finfo(dtype).bits if dtype.is_floating_point else torch.iinfo(dtype).bits
+
+
+@contextlib.contextmanager
+def room_for_weights(store: str | Path | None) -> Iterator[None]:
+    """A full disk under the weight store (`$TMPDIR`) refused by its folder, with what to
+    do (safetensors says only "I/O error: No space left on device")."""
+    try:
+        yield
+    except Exception as error:
+        if store is None or "No space left on device" not in str(error):
+            raise
+        raise OSError(
+            f"no space left in {Path(store).parent} for the compressed weights (they are "
+            "memory-mapped from $TMPDIR while the export runs): free space there, or set "
+            "TMPDIR to a folder with room"
+        ) from None

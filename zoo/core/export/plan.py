@@ -365,6 +365,8 @@ def _resolve(
     wants_sidecar = preset.compresses_weights if sidecar == "auto" else sidecar == "on"
     if experts not in ("auto", "chosen", "all"):
         raise ValueError(f"--experts is auto, chosen or all, got {experts!r}")
+    if experts != "auto" and not has_experts:
+        raise ValueError(f"--experts {experts}: this checkpoint has no experts; leave it out")
     if experts == "auto":
         experts = auto_experts(layout["weights"])
     return ExportPlan(

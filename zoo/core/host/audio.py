@@ -50,12 +50,19 @@ def read_wav(path: str | Path) -> tuple[np.ndarray, int]:
     return samples, rate
 
 
-def prepare_clip(clip, processor: dict) -> dict:
+def prepare_clip(clip, processor: dict, path: str | Path | None = None) -> dict:
     """A clip (a WAV path, or its samples and rate) as its audio function's inputs and
-    soft-token count, by the asset's processor kind."""
+    soft-token count, by the asset's processor kind; a refusal names the file (`path`, or
+    the clip's own)."""
+    named = clip if isinstance(clip, (str, Path)) else path
     samples, rate = read_wav(clip) if isinstance(clip, (str, Path)) else clip
     features = {"gemma4_audio": gemma4_audio_features, "gemma4_unified_audio": waveform_frames}
-    return features[processor["kind"]](samples, rate, processor)
+    try:
+        return features[processor["kind"]](samples, rate, processor)
+    except MediaError as error:
+        if named is None:
+            raise
+        raise MediaError(f"--audio {named}: {error}") from None
 
 
 def hertz_to_mel(hertz):

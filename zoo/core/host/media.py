@@ -85,7 +85,8 @@ def component_processor(components: dict, path, name: str) -> dict:
         kind = ENCODERS[name]
         raise MediaError(
             f"{path} has no {name} component: it takes no {kind.noun}s ({kind.option}); export "
-            f"a checkpoint with a {name} encoder, without --text-only"
+            f"a checkpoint with {'an' if name[0] in 'aeiou' else 'a'} {name} encoder, without "
+            "--text-only"
         )
     return components[name]["processor"]
 

@@ -64,13 +64,14 @@ def check_rewindable(spec) -> int:
     return spec.score_chunk
 
 
-def check_kv_only(spec) -> None:
-    """Refuse an asset with recurrent states: it cannot be rewound past a refused guess."""
+def check_kv_only(spec, role: str = "") -> None:
+    """Refuse an asset with recurrent states: it cannot be rewound past a refused guess.
+    `role` names the asset in the refusal ("the draft x.aimodel")."""
     kept = [name for name in spec.state_shapes if not name.startswith(KV_STATES)]
     if kept:
         raise ValueError(
-            f"{spec.model}: states {kept[:2]} are recurrent and cannot be rewound after a "
-            "rejected guess; speculative decoding needs KV caches only"
+            f"{role or spec.model}: states {kept[:2]} are recurrent and cannot be rewound "
+            "after a rejected guess; speculative decoding needs KV caches only"
         )
 
 

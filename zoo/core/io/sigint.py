@@ -1,4 +1,4 @@
-"""Ctrl-C (SIGINT) taken by the main thread only.
+"""Ctrl-C (SIGINT) taken by the main thread only; SIGTERM taken as Ctrl-C is.
 
 The Core AI runtime installs a SIGINT handler of its own while it loads an asset (strace: a
 runtime thread's `rt_sigaction(SIGINT, ...)`), and a Ctrl-C that handler took on another
@@ -13,9 +13,11 @@ threads never take a Ctrl-C (Python acts on signals in the main thread only anyw
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import sys
 import threading
+from collections.abc import Iterator
 
 
 def import_numpy_without_sigint() -> None:
@@ -30,3 +32,25 @@ def import_numpy_without_sigint() -> None:
         import numpy  # noqa: F401
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, taken as Ctrl-C is: what was being written is cleaned up, then exit 143."""
+
+
+@contextlib.contextmanager
+def terminate_as_interrupt() -> Iterator[None]:
+    """While the block runs, SIGTERM raises `Terminated` in the main thread (Python's own
+    default dies at once, leaving a half-written export's staging behind)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def terminated(signum, frame) -> None:
+        raise Terminated
+
+    previous = signal.signal(signal.SIGTERM, terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)

@@ -289,3 +289,18 @@ def test_a_damaged_safetensors_header_is_named(tmp_path, header, says):
     (tmp_path / "model.safetensors").write_bytes(header)
     with pytest.raises(CheckpointError, match=says):
         weight_count(tmp_path)
+
+
+def test_a_full_disk_under_the_weight_store_is_named_with_what_to_do():
+    """safetensors says only "I/O error: No space left on device" when $TMPDIR, where the
+    compressed weights are memory-mapped from, is full (seen with a 64 kB tmpfs as TMPDIR:
+    `zoo export ... --compress int8` ended in "error: SafetensorError: ...")."""
+    from zoo.core.compression.stores import room_for_weights
+
+    said = "Error while serializing: I/O error: No space left on device (os error 28)"
+    with pytest.raises(OSError, match=r"no space left in /full for the compressed weights"):
+        with room_for_weights("/full/zoo-weights-1"):
+            raise RuntimeError(said)
+    with pytest.raises(RuntimeError, match="another error"):  # anything else as it was
+        with room_for_weights("/full/zoo-weights-1"):
+            raise RuntimeError("another error")
