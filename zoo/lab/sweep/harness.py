@@ -153,9 +153,10 @@ def in_process(run: Run, limit: float) -> Result:
     from zoo.command import main
 
     out, err = io.StringIO(), io.StringIO()
+    # before the environment changes: the hub library, imported here, reads it once
+    hub = hub_cache_at(Path(run.env["HF_HOME"]) / "hub" if "HF_HOME" in run.env else None)
     saved = {name: os.environ.get(name) for name in run.env}
     os.environ.update(run.env)
-    hub = hub_cache_at(Path(run.env["HF_HOME"]) / "hub" if "HF_HOME" in run.env else None)
     here = Path.cwd()
     if run.cwd:
         os.chdir(run.cwd)
