@@ -36,13 +36,17 @@ def _remove_stale_staging(path: Path) -> None:
 
 @contextlib.contextmanager
 def _interrupts_raise():
-    """SIGTERM (and SIGHUP) raise in the main thread, so `finally` blocks clean up."""
+    """SIGTERM (and SIGHUP) raise in the main thread, so `finally` blocks clean up (SIGTERM as
+    `Terminated`: the command line says "terminated", exit 143)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
 
     def stop(number, _frame):
-        raise KeyboardInterrupt(f"export interrupted by {signal.Signals(number).name}")
+        from zoo.core.io.sigint import Terminated  # here: the watcher runs this file alone
+
+        said = f"export interrupted by {signal.Signals(number).name}"
+        raise Terminated(said) if number == signal.SIGTERM else KeyboardInterrupt(said)
 
     previous = {n: signal.signal(n, stop) for n in (signal.SIGTERM, signal.SIGHUP)}
     try:

@@ -113,7 +113,7 @@ def _interrupted(number: int, said: str) -> Case:
 
     def make(bench: Bench, folder: Path) -> Run:
         asset = bench.asset("--capacity", "2048", "--chunk", "4")
-        return generate(asset, *PROMPT, interrupt=(number, 4.0))
+        return generate(asset, *PROMPT, interrupt=(number, "loaded in"))
 
     return Case(
         SURFACE, f"{signal.Signals(number).name} while decoding", make, names=(said,), child=True

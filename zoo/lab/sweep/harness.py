@@ -56,7 +56,8 @@ class Run:
     argv: list[str]
     env: dict[str, str] = field(default_factory=dict)  # set for this case only
     kept: tuple[Path, ...] = ()  # what the user owns: unchanged afterwards, byte for byte
-    interrupt: tuple[int, float] | None = None  # (signal, seconds after the start): a child
+    # (signal, text): sent to a child once its stderr has said the text (it is at work)
+    interrupt: tuple[int, str] | None = None
     cwd: Path | None = None  # a child's working folder
 
 
@@ -68,6 +69,7 @@ class Result:
     seconds: float
     timed_out: bool = False
     argv: list[str] = field(default_factory=list)  # the command line that ran
+    sent: int | None = None  # the signal sent to the child, if one was
 
 
 @dataclass(frozen=True)
@@ -215,19 +217,23 @@ def in_child(run: Run, limit: float) -> Result:
     with subprocess.Popen(
         command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=run.cwd
     ) as child:
-        if run.interrupt:
-            number, after = run.interrupt
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                child.wait(after)
+        said, sent = "", None  # stderr read before the signal, and the signal
+        if run.interrupt:  # sent once the child says it is at work: on any machine's speed
+            number, marker = run.interrupt
+            while marker not in said and (line := child.stderr.readline()):
+                said += line
+            time.sleep(0.3)
             if child.poll() is None:
                 child.send_signal(number)
+                sent = number
         try:
             out, err = child.communicate(timeout=limit)
         except subprocess.TimeoutExpired:
             child.kill()
             out, err = child.communicate()
-            return Result(None, out, err, time.monotonic() - started, True, list(run.argv))
-    return Result(child.returncode, out, err, time.monotonic() - started, False, list(run.argv))
+            return Result(None, out, said + err, time.monotonic() - started, True, run.argv, sent)
+    seconds = time.monotonic() - started
+    return Result(child.returncode, out, said + err, seconds, False, run.argv, sent)
 
 
 def tree_digest(path: Path) -> str:
@@ -264,21 +270,20 @@ def classify(case: Case, folder: Path, result: Result) -> tuple[str, str]:
     message = last_line(result.err)
     if result.timed_out:
         return "hang", f"still running after {case.limit:g} s"
-    if result.code is None or result.code < 0 or "Traceback (most recent call last)" in result.err:
-        killed = f"killed by signal {-result.code}" if result.code else "a traceback"
-        return "crash", f"{killed}: {message}"
+    # a child that ended by the signal it was sent after saying so (as Python itself ends
+    # on an unhandled Ctrl-C) is judged by its line, as a refusal is; any other signal is
+    # a crash
+    killed = result.code is not None and result.code < 0 and -result.code != result.sent
+    if result.code is None or killed or "Traceback (most recent call last)" in result.err:
+        how = f"killed by signal {-result.code}" if result.code else "a traceback"
+        return "crash", f"{how}: {message}"
     if case.works:
         if result.code != 0:
             return "wrongly refused", message
         problem = case.check(folder, result) if case.check else None
-        return (
-            ("right", last_line(result.out)[:200])
-            if problem is None
-            else (
-                "silently wrong",
-                problem,
-            )
-        )
+        if problem is not None:
+            return "silently wrong", problem
+        return "right", last_line(result.out)[:200]
     if result.code == 0:
         return "silently wrong", f"accepted: {last_line(result.out or result.err)[:200]}"
     if LEAKED.match(message):
