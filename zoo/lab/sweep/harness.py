@@ -251,12 +251,14 @@ def tree_digest(path: Path) -> str:
 def listing(folder: Path, leave_out: Path | None = None) -> dict[str, tuple[int, int]]:
     """Every file under `folder` (but under `leave_out`) with its size and mtime."""
     found = {}
-    for path in folder.rglob("*"):
-        if leave_out is not None and (path == leave_out or leave_out in path.parents):
-            continue
-        with contextlib.suppress(OSError):
-            stat = path.lstat()
-            found[str(path)] = (stat.st_size, stat.st_mtime_ns)
+    for root, _, files in os.walk(folder):  # a folder that goes while it is read is passed
+        for path in [Path(root)] + [Path(root) / name for name in files]:
+            if leave_out is not None and (path == leave_out or leave_out in path.parents):
+                continue
+            with contextlib.suppress(OSError):
+                stat = path.lstat()
+                found[str(path)] = (stat.st_size, stat.st_mtime_ns)
+    found.pop(str(folder), None)
     return found
 
 
