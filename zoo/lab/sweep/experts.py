@@ -11,7 +11,7 @@ import json
 import math
 from pathlib import Path
 
-from zoo.lab.sweep.harness import Bench, Case, Result, Run, copied
+from zoo.lab.sweep.harness import Bench, Case, Result, Run, copied, planned
 
 SURFACE = "experts"
 
@@ -59,12 +59,6 @@ def exported(folder: Path, result: Result) -> str | None:
     if not (asset / "metadata.json").exists():
         return "no asset written"
     return None
-
-
-def planned(folder: Path, result: Result) -> str | None:
-    if (folder / "out.aimodel").exists():
-        return "a dry run wrote the asset"
-    return None if "dry run: nothing written" in result.err else "no plan printed"
 
 
 def dropped(name: str):

@@ -130,6 +130,13 @@ class Bench:
         return self.made(name, export)
 
 
+def planned(folder: Path, result: Result) -> str | None:
+    """A dry run's check: the plan printed, no asset written."""
+    if (folder / "out.aimodel").exists():
+        return "a dry run wrote the asset"
+    return None if "dry run: nothing written" in result.err else f"no plan: {result.err[-200:]}"
+
+
 def multimodal(model: str) -> dict:
     return {"images": True, "audio": True} if model == "gemma4" else {}
 

@@ -10,7 +10,7 @@ import json
 import os
 from pathlib import Path
 
-from zoo.lab.sweep.harness import Bench, Case, Result, Run
+from zoo.lab.sweep.harness import Bench, Case, Result, Run, planned
 
 SURFACE = "hub"
 REPO = "tiny-org/ours"
@@ -28,15 +28,6 @@ def export_id(folder: Path, repo: str = REPO, *options: str, cwd: Path | None = 
     env = {"HF_HOME": str(folder / "hf"), "HF_HUB_OFFLINE": "1"}
     out = folder / "out.aimodel"
     return Run(["export", repo, str(out), "--capacity", "32", *options], env=env, cwd=cwd)
-
-
-def planned(folder: Path, result: Result) -> str | None:
-    """A dry run: the plan printed, nothing written."""
-    if (folder / "out.aimodel").exists():
-        return "a dry run wrote the asset"
-    if "dry run: nothing written" not in result.err:
-        return f"no plan: {result.err[-200:]}"
-    return None
 
 
 def hub_case(name: str, damage, names: tuple[str, ...] = (), **more) -> Case:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from zoo.lab.sweep.harness import Bench, Case, Result, Run, zoo_command
+from zoo.lab.sweep.harness import Bench, Case, Result, Run, planned, zoo_command
 
 SURFACE = "speculation"
 PROMPT = ("--prompt-ids", "2,17,33,2,17,33,2,17")
@@ -88,10 +88,6 @@ def generate_case(
     return Case(
         SURFACE, name, speculate(how, *options, target=target), names=names, child=True, **more
     )
-
-
-def planned(folder: Path, result: Result) -> str | None:
-    return None if "dry run: nothing written" in result.err else "no plan printed"
 
 
 CASES = [

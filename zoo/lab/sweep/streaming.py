@@ -10,7 +10,7 @@ import signal
 import subprocess
 from pathlib import Path
 
-from zoo.lab.sweep.harness import Bench, Case, Result, Run, copied, zoo_command
+from zoo.lab.sweep.harness import Bench, Case, Result, Run, copied, planned, zoo_command
 
 SURFACE = "streaming"
 TINY = ("--capacity", "32", "--chunk", "4")
@@ -41,12 +41,6 @@ def asset_at(folder: Path, result: Result, name: str = "out.aimodel") -> str | N
         return f"no asset at {name}"
     left = [p.name for p in folder.iterdir() if p.name.startswith(".") or "staging" in p.name]
     return f"left behind: {left}" if left else None
-
-
-def planned(folder: Path, result: Result) -> str | None:
-    if any(folder.iterdir()):
-        return f"a dry run wrote {[p.name for p in folder.iterdir()]}"
-    return None if "dry run: nothing written" in result.err else "no plan printed"
 
 
 def nothing_left(folder: Path, result: Result) -> str | None:
